@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The krepro harness: owns main(). See krepro.h and DESIGN.md.
+ */
+#define _GNU_SOURCE
+#include "krepro.h"
+#include "kernel_reports.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define GUEST_MARKER "krepro.guest=1"
+/* Only the unit tests' build of the harness points these elsewhere. */
+#ifndef KREPRO_CMDLINE_PATH
+#define KREPRO_CMDLINE_PATH "/proc/cmdline"
+#endif
+#ifndef KREPRO_KMSG_PATH
+#define KREPRO_KMSG_PATH "/dev/kmsg"
+#endif
+#ifndef KREPRO_KCONFIG_PATH
+#define KREPRO_KCONFIG_PATH "/proc/config.gz"
+#endif
+#ifndef KREPRO_TAINT_PATH
+#define KREPRO_TAINT_PATH "/proc/sys/kernel/tainted"
+#endif
+/* Taint flags that mean the kernel complained: B (bad page, KASAN), D (oops),
+ * W (warning), L (soft lockup). */
+#define TAINT_MASK ((1u << 5) | (1u << 7) | (1u << 9) | (1u << 14))
+#define MAX_REPORTS 8
+
+static const struct krepro_test *cur_test;
+static const char *cur_case = "setup";
+static int case_result = -1;	/* -1: no verdict yet */
+static bool in_test_process;
+static struct timespec t_start;
+
+double krepro_elapsed(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t_start.tv_sec) +
+	       (double)(now.tv_nsec - t_start.tv_nsec) / 1e9;
+}
+
+static void vdiag(const char *tag, const char *fmt, va_list ap)
+{
+	char msg[2048];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	/* One "# " line per line of the message: KTAP diagnostics. */
+	for (char *line = msg, *nl; line; line = nl) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl++ = '\0';
+		printf("# %s%s%s\n", tag, tag[0] ? " " : "", line);
+	}
+	fflush(stdout);
+}
+
+void krepro_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vdiag("", fmt, ap);
+	va_end(ap);
+}
+
+void krepro_pass(const char *fmt, ...)
+{
+	char tag[160];
+	va_list ap;
+
+	snprintf(tag, sizeof(tag), "%s: PASS:", cur_case);
+	va_start(ap, fmt);
+	vdiag(tag, fmt, ap);
+	va_end(ap);
+	if (case_result != KREPRO_FAIL)
+		case_result = KREPRO_PASS;
+}
+
+void krepro_fail(const char *fmt, ...)
+{
+	char tag[160];
+	va_list ap;
+
+	snprintf(tag, sizeof(tag), "%s: FAIL:", cur_case);
+	va_start(ap, fmt);
+	vdiag(tag, fmt, ap);
+	va_end(ap);
+	case_result = KREPRO_FAIL;
+}
+
+void krepro_broken_at(const char *file, int line, const char *fmt, ...)
+{
+	char tag[400];
+	va_list ap;
+
+	snprintf(tag, sizeof(tag), "%s: BROKEN: %s:%d:", cur_case, file, line);
+	va_start(ap, fmt);
+	vdiag(tag, fmt, ap);
+	va_end(ap);
+	/* A setup that stopped halfway is still cleaned up (cleanup copes). */
+	if (in_test_process && !strcmp(cur_case, "setup") && cur_test->cleanup) {
+		cur_case = "cleanup";
+		cur_test->cleanup();
+	}
+	exit(KREPRO_BROKEN);
+}
+
+void krepro_skip(const char *fmt, ...)
+{
+	char tag[160];
+	va_list ap;
+
+	snprintf(tag, sizeof(tag), "%s: SKIP:", cur_case);
+	va_start(ap, fmt);
+	vdiag(tag, fmt, ap);
+	va_end(ap);
+	exit(KREPRO_SKIP);
+}
+
+long krepro_safe_at(long ret, const char *expr, const char *file, int line)
+{
+	if (ret == -1)
+		krepro_broken_at(file, line, "%s: %s", expr, strerror(errno));
+	return ret;
+}
+
+void *krepro_safe_ptr_at(void *ret, const char *expr, const char *file, int line)
+{
+	if (!ret || ret == (void *)-1)
+		krepro_broken_at(file, line, "%s: %s", expr, strerror(errno));
+	return ret;
+}
+
+static bool on_krepro_guest(void)
+{
+	char cmdline[4096];
+	size_t n;
+	FILE *f = fopen(KREPRO_CMDLINE_PATH, "r");
+
+	if (!f)
+		return false;
+	n = fread(cmdline, 1, sizeof(cmdline) - 1, f);
+	fclose(f);
+	cmdline[n] = '\0';
+	for (char *tok = strtok(cmdline, " \n"); tok; tok = strtok(NULL, " \n"))
+		if (!strcmp(tok, GUEST_MARKER))
+			return true;
+	return false;
+}
+
+static void kmsg_write(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void kmsg_write(const char *fmt, ...)
+{
+	char msg[512];
+	int fd, n;
+	va_list ap;
+
+	/* Level 5 (notice): shown with the loglevel=7 the host boots with. */
+	n = snprintf(msg, sizeof(msg), "<5>");
+	va_start(ap, fmt);
+	vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+	va_end(ap);
+	fd = open(KREPRO_KMSG_PATH, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, msg, strlen(msg)) < 0)
+		krepro_info("cannot write to /dev/kmsg: %s", strerror(errno));
+	close(fd);
+}
+
+/* Unmet kernel options, from /proc/config.gz. Returns how many are missing;
+ * -1 when the kernel does not expose its config. */
+static int missing_kconfigs(const char *const *needs, char *why, size_t whysize)
+{
+	char line[512];
+	int missing = 0;
+	gzFile gz;
+
+	why[0] = '\0';
+	if (!needs || !needs[0])
+		return 0;
+	gz = gzopen(KREPRO_KCONFIG_PATH, "rb");
+	if (!gz)
+		return -1;
+	for (const char *const *need = needs; *need; need++) {
+		bool found = false, has_value = strchr(*need, '=') != NULL;
+		size_t len = strlen(*need);
+
+		gzrewind(gz);
+		while (gzgets(gz, line, sizeof(line))) {
+			line[strcspn(line, "\n")] = '\0';
+			if (has_value ? !strcmp(line, *need) :
+			    (!strncmp(line, *need, len) && line[len] == '=' &&
+			     (line[len + 1] == 'y' || line[len + 1] == 'm'))) {
+				found = true;
+				break;
+			}
+		}
+		if (!found) {
+			size_t used = strlen(why);
+
+			snprintf(why + used, whysize - used, "%s%s", missing ? ", " : "", *need);
+			missing++;
+		}
+	}
+	gzclose(gz);
+	return missing;
+}
+
+static unsigned long read_taint(void)
+{
+	char buf[64];
+
+	if (krepro_read_line(KREPRO_TAINT_PATH, buf, sizeof(buf)) < 0)
+		return 0;
+	return strtoul(buf, NULL, 10);
+}
+
+/* Kernel reports logged since `fd` was positioned at the mark. */
+static int scan_kmsg(int fd)
+{
+	static regex_t re[sizeof(kernel_report_patterns) / sizeof(kernel_report_patterns[0])];
+	static bool compiled;
+	const size_t nre = sizeof(re) / sizeof(re[0]);
+	char rec[8192];
+	int found = 0;
+	ssize_t n;
+
+	if (!compiled) {
+		for (size_t i = 0; i < nre; i++) {
+			char anchored[600];
+
+			snprintf(anchored, sizeof(anchored), "^(%s)", kernel_report_patterns[i]);
+			if (regcomp(&re[i], anchored, REG_EXTENDED | REG_NOSUB))
+				krepro_broken("bad report pattern %s", kernel_report_patterns[i]);
+		}
+		compiled = true;
+	}
+	/* /dev/kmsg gives one record per read(): "pri,seq,ts,flags;message"
+	 * then " KEY=value" continuation lines; EAGAIN at the end, EPIPE if
+	 * records were overwritten before we read them. */
+	while ((n = read(fd, rec, sizeof(rec) - 1)) != 0) {
+		if (n < 0) {
+			if (errno == EPIPE) {
+				krepro_info("kmsg overran: some kernel messages were lost");
+				continue;
+			}
+			break;
+		}
+		rec[n] = '\0';
+		for (char *line = rec, *nl; line && *line; line = nl) {
+			char *msg;
+
+			nl = strchr(line, '\n');
+			if (nl)
+				*nl++ = '\0';
+			msg = strchr(line, ';');
+			if (line[0] == ' ' || !msg)
+				continue;
+			msg++;
+			for (size_t i = 0; i < nre; i++) {
+				if (regexec(&re[i], msg, 0, NULL, 0) == 0) {
+					if (found < MAX_REPORTS)
+						krepro_info("kernel report after the mark: %s", msg);
+					found++;
+					break;
+				}
+			}
+		}
+	}
+	return found;
+}
+
+static const char *verdict_name(int v)
+{
+	switch (v) {
+	case KREPRO_PASS: return "PASS";
+	case KREPRO_FAIL: return "FAIL";
+	case KREPRO_SKIP: return "SKIP";
+	default: return "BROKEN";
+	}
+}
+
+static int run_case(const struct krepro_case *c, unsigned int seconds_left)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0) {
+		krepro_info("fork: %s", strerror(errno));
+		return KREPRO_BROKEN;
+	}
+	if (pid == 0) {
+		cur_case = c->name;
+		case_result = -1;
+		alarm(seconds_left ? seconds_left : 1);
+		c->run();
+		if (case_result < 0)
+			krepro_broken("case ended without a verdict");
+		exit(case_result);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return KREPRO_BROKEN;
+	if (WIFEXITED(status)) {
+		int code = WEXITSTATUS(status);
+
+		if (code == KREPRO_PASS || code == KREPRO_FAIL || code == KREPRO_SKIP)
+			return code;
+		if (code != KREPRO_BROKEN)
+			krepro_info("%s: BROKEN: case exited with %d", c->name, code);
+		return KREPRO_BROKEN;
+	}
+	if (WTERMSIG(status) == SIGALRM)
+		krepro_info("%s: BROKEN: case still running at the time limit", c->name);
+	else
+		krepro_info("%s: BROKEN: case killed by signal %d (%s)", c->name,
+			    WTERMSIG(status), strsignal(WTERMSIG(status)));
+	return KREPRO_BROKEN;
+}
+
+static int run_test(const struct krepro_test *t, int ncases)
+{
+	unsigned int npass = 0, nfail = 0, nskip = 0, nbroken = 0;
+	int result;
+
+	in_test_process = true;
+	alarm(t->timeout ? t->timeout : 60);
+	if (t->setup) {
+		cur_case = "setup";
+		t->setup();	/* krepro_broken() here runs cleanup and exits */
+	}
+	for (int i = 0; i < ncases; i++) {
+		double left = (t->timeout ? t->timeout : 60) - krepro_elapsed();
+
+		kmsg_write("krepro: %s: case %s\n", t->name, t->cases[i].name);
+		result = run_case(&t->cases[i], left > 1 ? (unsigned int)left : 1);
+		if (result == KREPRO_PASS)
+			printf("ok %d %s\n", i + 1, t->cases[i].name);
+		else
+			printf("%s %d %s # %s\n", result == KREPRO_SKIP ? "ok" : "not ok",
+			       i + 1, t->cases[i].name, verdict_name(result));
+		switch (result) {
+		case KREPRO_PASS: npass++; break;
+		case KREPRO_FAIL: nfail++; break;
+		case KREPRO_SKIP: nskip++; break;
+		default: nbroken++; break;
+		}
+	}
+	if (t->cleanup) {
+		cur_case = "cleanup";
+		t->cleanup();
+	}
+	printf("# Totals: pass:%u fail:%u xfail:0 xpass:0 skip:%u error:%u\n",
+	       npass, nfail, nskip, nbroken);
+	/* Strictest first: a skipped case makes the run SKIP, never PASS. */
+	if (nfail)
+		return KREPRO_FAIL;
+	if (nbroken)
+		return KREPRO_BROKEN;
+	if (nskip)
+		return KREPRO_SKIP;
+	return KREPRO_PASS;
+}
+
+static void describe(const struct krepro_test *t)
+{
+	printf("name=%s\n", t->name);
+	printf("summary=%s\n", t->summary);
+	printf("fix=%s\n", t->fix_commit ? t->fix_commit : "");
+	printf("introduced=%s\n", t->bug_commit ? t->bug_commit : "");
+	printf("seed=%s\n", t->seed ? t->seed : "");
+	printf("min_cpus=%u\n", t->min_cpus ? t->min_cpus : 1);
+	printf("timeout=%u\n", t->timeout);
+	printf("cmdline=%s\n", t->cmdline ? t->cmdline : "");
+	for (const char *const *k = t->needs_kconfigs; k && *k; k++)
+		printf("kconfig=%s\n", *k);
+	for (const struct krepro_case *c = t->cases; c->name; c++)
+		printf("case=%s\n", c->name);
+}
+
+int krepro_main(const struct krepro_test *t, int argc, char **argv)
+{
+	int ncases = 0, overall, kmsg_fd, reports, missing, status;
+	unsigned long taint_before, taint_after;
+	char why[1024];
+	pid_t test_pid;
+	long cpus;
+
+	cur_test = t;
+	if (argc > 1 && !strcmp(argv[1], "--describe")) {
+		/* Metadata for the host runner; does nothing else. */
+		describe(t);
+		return 0;
+	}
+	if (argc > 1) {
+		fprintf(stderr, "usage: %s [--describe]\n"
+			"Runs inside a krepro QEMU guest only (see run-in-qemu.sh).\n", argv[0]);
+		return KREPRO_BROKEN;
+	}
+	if (!on_krepro_guest()) {
+		fprintf(stderr,
+			"%s: refusing to run: this is not a krepro guest (no %s on the kernel\n"
+			"command line). Reproducers crash kernels on purpose; run them with\n"
+			"run-in-qemu.sh %s. Nothing was done.\n", t->name, GUEST_MARKER, t->name);
+		return KREPRO_BROKEN;
+	}
+	for (const struct krepro_case *c = t->cases; c->name; c++)
+		ncases++;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t_start);
+	/* Open kmsg at its end before the mark: what we read later is ours. */
+	kmsg_fd = open(KREPRO_KMSG_PATH, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (kmsg_fd >= 0)
+		lseek(kmsg_fd, 0, SEEK_END);
+	kmsg_write("krepro: %s: start\n", t->name);
+
+	printf("KTAP version 1\n");
+	printf("# krepro %s: %s\n", t->name, t->summary);
+	printf("# fix: %s; seed: %s\n", t->fix_commit, t->seed);
+	printf("1..%d\n", ncases);
+
+	overall = -1;
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	missing = missing_kconfigs(t->needs_kconfigs, why, sizeof(why));
+	taint_before = read_taint();
+	if (missing < 0)
+		krepro_info("no /proc/config.gz: kernel options not checked");
+	if (t->min_cpus && cpus < (long)t->min_cpus) {
+		snprintf(why, sizeof(why), "needs %u CPUs, has %ld", t->min_cpus, cpus);
+		overall = KREPRO_SKIP;
+	} else if (missing > 0) {
+		char tmp[1024];
+
+		snprintf(tmp, sizeof(tmp), "kernel lacks %s", why);
+		snprintf(why, sizeof(why), "%s", tmp);
+		overall = KREPRO_SKIP;
+	} else if (taint_before & TAINT_MASK) {
+		snprintf(why, sizeof(why), "kernel already tainted (%lu) before the test", taint_before);
+		overall = KREPRO_BROKEN;
+	}
+	if (overall >= 0) {
+		for (int i = 0; i < ncases; i++)
+			printf("%s %d %s # %s %s\n", overall == KREPRO_SKIP ? "ok" : "not ok",
+			       i + 1, t->cases[i].name, verdict_name(overall), why);
+		printf("# %s: %s\n", verdict_name(overall), why);
+		return overall;
+	}
+
+	/*
+	 * Setup, cases and cleanup run in one test process, so the cases (each
+	 * forked from it) see what setup made; this process stays clean to scan
+	 * kmsg and taint afterwards whatever happens to the test process.
+	 */
+	fflush(stdout);
+	test_pid = fork();
+	if (test_pid < 0) {
+		krepro_info("fork: %s", strerror(errno));
+		return KREPRO_BROKEN;
+	}
+	if (test_pid == 0)
+		exit(run_test(t, ncases));
+	while (waitpid(test_pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status))
+		overall = WEXITSTATUS(status);
+	else {
+		krepro_info("BROKEN: test process killed by signal %d (%s)",
+			    WTERMSIG(status), strsignal(WTERMSIG(status)));
+		overall = KREPRO_BROKEN;
+	}
+
+	reports = kmsg_fd >= 0 ? scan_kmsg(kmsg_fd) : 0;
+	taint_after = read_taint();
+	if (reports) {
+		krepro_info("FAIL: the kernel logged %d report(s) during the test", reports);
+		overall = KREPRO_FAIL;
+	}
+	if ((taint_after & ~taint_before) & TAINT_MASK) {
+		krepro_info("FAIL: kernel taint went from %lu to %lu during the test",
+			    taint_before, taint_after);
+		overall = KREPRO_FAIL;
+	}
+	if (overall == KREPRO_FAIL)
+		krepro_info("hint: this is the bug fixed upstream by %s (introduced by %s; seed %s)",
+			    t->fix_commit, t->bug_commit ? t->bug_commit : "unknown", t->seed);
+	printf("# %s %s in %.1f s\n", t->name, verdict_name(overall), krepro_elapsed());
+	kmsg_write("krepro: %s: end %s\n", t->name, verdict_name(overall));
+	return overall;
+}

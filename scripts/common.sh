@@ -1,0 +1,41 @@
+# Shared shell definitions for krepro's host scripts. Sourced, not run.
+# shellcheck shell=bash
+
+KREPRO_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+KREPRO_CACHE=${KREPRO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/krepro}
+KREPRO_ARCH=${KREPRO_ARCH:-x86_64}
+# The kernel tree: Debian's linux-source-6.1 as a git repository, so flavours are
+# branches and switching between them rewrites only the files that differ.
+KREPRO_TREE=$KREPRO_CACHE/linux-6.1
+KREPRO_KERNELS=$KREPRO_CACHE/kernels
+KREPRO_FLAVOURS="unpatched patched"
+export CCACHE_DIR=${CCACHE_DIR:-$KREPRO_CACHE/ccache}
+
+log() { printf 'krepro: %s\n' "$*" >&2; }
+die() { printf 'krepro: error: %s\n' "$*" >&2; exit "${KREPRO_DIE_CODE:-1}"; }
+
+# Install Debian packages that are missing; a no-op when all are there.
+need_pkgs() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		die "missing packages: ${missing[*]} (run: sudo apt-get install ${missing[*]})"
+	fi
+	log "installing ${missing[*]}"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+		"${missing[@]}" >"$KREPRO_CACHE/apt.log" 2>&1; then
+		apt-get update >>"$KREPRO_CACHE/apt.log" 2>&1
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+			"${missing[@]}" >>"$KREPRO_CACHE/apt.log" 2>&1 ||
+			die "apt-get install ${missing[*]} failed; see $KREPRO_CACHE/apt.log"
+	fi
+}
+
+# Image path of a built flavour.
+kernel_image() { echo "$KREPRO_KERNELS/bzImage-$KREPRO_ARCH-$1"; }
+
+mkdir -p "$KREPRO_CACHE"

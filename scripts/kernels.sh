@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# Build krepro's kernel flavours from Debian's linux-source-6.1.
+#
+#   kernels.sh tree              install and unpack the source as a git repo (tag: pristine)
+#   kernels.sh series FLAVOUR    print the patches that make FLAVOUR, in order
+#   kernels.sh build [FLAVOUR..] build the flavours that are missing or stale
+#   kernels.sh check-patches     every patch applies; bug+fix is a no-op (DESIGN.md)
+#
+# unpatched = pristine + every bug dir's context*, window*, bug* patches
+# patched   = unpatched + every bug dir's fix* patches
+# Both are built in one object directory: the second build recompiles only the
+# files the fixes touch. Images land in $KREPRO_CACHE/kernels with the flavour in
+# their name, with the .config and a build log beside them.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+PATCHES=$KREPRO_TOP/kernel-patches
+OBJ=$KREPRO_CACHE/build/$KREPRO_ARCH
+JOBS=${KREPRO_JOBS:-$(nproc)}
+
+git_tree() { git -C "$KREPRO_TREE" "$@"; }
+
+cmd_tree() {
+	if git_tree rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1; then
+		return 0
+	fi
+	need_pkgs linux-source-6.1 git xz-utils
+	local tarball
+	tarball=$(ls /usr/src/linux-source-6.1.tar.xz 2>/dev/null) ||
+		die "linux-source-6.1 is installed but /usr/src/linux-source-6.1.tar.xz is missing"
+	local version
+	version=$(dpkg-query -W -f='${Version}' linux-source-6.1)
+	log "unpacking linux-source-6.1 $version into $KREPRO_TREE"
+	rm -rf "$KREPRO_TREE" "$KREPRO_TREE.tmp"
+	mkdir -p "$KREPRO_TREE.tmp"
+	tar -xJf "$tarball" -C "$KREPRO_TREE.tmp" --strip-components=1
+	git -C "$KREPRO_TREE.tmp" init -q -b krepro-pristine
+	git -C "$KREPRO_TREE.tmp" config user.name krepro
+	git -C "$KREPRO_TREE.tmp" config user.email krepro@localhost
+	git -C "$KREPRO_TREE.tmp" config gc.auto 0
+	# The tarball's own .gitignore files would hide shipped files (e.g. generated
+	# headers Debian includes); -f takes the tree exactly as Debian ships it.
+	git -C "$KREPRO_TREE.tmp" add -A -f .
+	git -C "$KREPRO_TREE.tmp" commit -q -m "Debian linux-source-6.1 $version"
+	git -C "$KREPRO_TREE.tmp" tag pristine
+	mv "$KREPRO_TREE.tmp" "$KREPRO_TREE"
+}
+
+# Patch groups of one flavour, in application order.
+bug_dirs() {
+	local d
+	for d in "$PATCHES"/*/; do
+		d=${d%/}
+		[ "$(basename "$d")" = config ] && continue
+		echo "$d"
+	done
+}
+
+cmd_series() {
+	local flavour=$1 d g f groups
+	case $flavour in
+	unpatched) groups="context window bug" ;;
+	patched) groups="context window bug fix" ;;
+	*) die "unknown flavour '$flavour' (known: $KREPRO_FLAVOURS)" ;;
+	esac
+	# unpatched: all bugs' context/window/bug; patched: the same, then all fixes.
+	for g in $groups; do
+		[ "$g" = fix ] && continue
+		for d in $(bug_dirs); do
+			for f in "$d"/"$g"*.patch; do [ -e "$f" ] && echo "$f"; done
+		done
+	done
+	if [ "$flavour" = patched ]; then
+		for d in $(bug_dirs); do
+			for f in "$d"/fix*.patch; do [ -e "$f" ] && echo "$f"; done
+		done
+	fi
+	return 0
+}
+
+# Hash of everything that decides a flavour's image.
+flavour_stamp() {
+	local flavour=$1
+	{
+		git_tree rev-parse pristine
+		echo "$KREPRO_ARCH"
+		cmd_series "$flavour" | xargs -r sha256sum | sed "s|$KREPRO_TOP/||"
+		config_fragments | xargs sha256sum | sed "s|$KREPRO_TOP/||"
+		sha256sum "$0" | cut -d' ' -f1
+	} | sha256sum | cut -d' ' -f1
+}
+
+config_fragments() {
+	local f
+	echo "$PATCHES/config/base.config"
+	echo "$PATCHES/config/$KREPRO_ARCH.config"
+	for f in "$PATCHES"/config/*.config; do
+		case $(basename "$f") in base.config | x86_64.config | arm.config) continue ;; esac
+		echo "$f"
+	done
+}
+
+# Put the tree on branch krepro-FLAVOUR = pristine + the flavour's series.
+# Rebuilt from pristine only when the series changed, so an unchanged flavour
+# costs a checkout of the files that differ and nothing else.
+checkout_flavour() {
+	local flavour=$1 branch=krepro-$1 want have series
+	series=$(cmd_series "$flavour")
+	want=$(printf '%s\n' "$series" | xargs -r sha256sum | sed "s|$KREPRO_TOP/||" | sha256sum | cut -d' ' -f1)
+	have=$(git_tree config --get "krepro.$flavour-series" 2>/dev/null || true)
+	git_tree am --abort >/dev/null 2>&1 || true
+	if [ "$want" = "$have" ] && git_tree rev-parse -q --verify "$branch" >/dev/null; then
+		git_tree checkout -q -f "$branch"
+		return 0
+	fi
+	log "applying the $flavour series"
+	git_tree checkout -q -f -B "$branch" pristine
+	local p out
+	for p in $series; do
+		if ! out=$(git_tree am -q --no-3way "$p" 2>&1); then
+			git_tree am --abort >/dev/null 2>&1 || true
+			printf '%s\n' "$out" >&2
+			die "patch ${p#"$KREPRO_TOP"/} does not apply to the $flavour tree (see the failing file and hunk above)"
+		fi
+	done
+	git_tree config "krepro.$flavour-series" "$want"
+}
+
+make_config() {
+	local frags=() f
+	mapfile -t frags < <(config_fragments)
+	for f in "${frags[@]}"; do [ -f "$f" ] || die "missing config fragment ${f#"$KREPRO_TOP"/}"; done
+	mkdir -p "$OBJ"
+	# -n: start from allnoconfig, so only what the fragments ask for is built.
+	(cd "$KREPRO_TREE" && ARCH=$(kbuild_arch) scripts/kconfig/merge_config.sh -n -O "$OBJ" "${frags[@]}") \
+		>"$OBJ/merge_config.log" 2>&1 || {
+		tail -20 "$OBJ/merge_config.log" >&2
+		die "merge_config.sh failed; see $OBJ/merge_config.log"
+	}
+	# merge_config.sh only warns when Kconfig drops a requested option (an unmet
+	# dependency); a reproducer would then SKIP or lie, so stop here instead.
+	local line name val bad=()
+	while IFS= read -r line; do
+		case $line in
+		CONFIG_*=*)
+			name=${line%%=*} val=${line#*=}
+			grep -qxF "$name=$val" "$OBJ/.config" || bad+=("$line (got: $(grep -E "^(# )?$name[= ]" "$OBJ/.config" || echo unset))")
+			;;
+		"# CONFIG_"*" is not set")
+			name=${line#"# "} name=${name%% *}
+			grep -q "^$name=" "$OBJ/.config" && bad+=("$line (got: $(grep "^$name=" "$OBJ/.config"))")
+			;;
+		esac
+	done < <(cat "${frags[@]}")
+	if [ ${#bad[@]} -gt 0 ]; then
+		printf '  %s\n' "${bad[@]}" >&2
+		die "the kernel config lacks options the fragments ask for (unmet dependencies?)"
+	fi
+}
+
+kbuild_arch() { case $KREPRO_ARCH in x86_64) echo x86 ;; *) echo "$KREPRO_ARCH" ;; esac; }
+image_path_in_obj() { case $KREPRO_ARCH in x86_64) echo arch/x86/boot/bzImage ;; arm) echo arch/arm/boot/zImage ;; esac; }
+
+build_flavour() {
+	local flavour=$1 img stamp
+	img=$(kernel_image "$flavour")
+	stamp=$(flavour_stamp "$flavour")
+	if [ -f "$img" ] && [ "$(cat "$img.stamp" 2>/dev/null)" = "$stamp" ]; then
+		log "$flavour kernel is up to date: $img"
+		return 0
+	fi
+	checkout_flavour "$flavour"
+	make_config
+	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod
+	mkdir -p "$KREPRO_KERNELS"
+	local t0 t1 logf=$img.build.log
+	t0=$(date +%s)
+	log "building the $flavour kernel (make -j$JOBS, log: $logf)"
+	# A fixed build identity keeps init/version.c (and ccache) stable across builds.
+	if ! make -C "$KREPRO_TREE" O="$OBJ" ARCH="$(kbuild_arch)" -j"$JOBS" \
+		CC="ccache gcc" KBUILD_BUILD_USER=krepro KBUILD_BUILD_HOST=krepro \
+		KBUILD_BUILD_TIMESTAMP="krepro $flavour" \
+		"$(basename "$(image_path_in_obj)")" >"$logf" 2>&1; then
+		grep -E 'error|Error' "$logf" | head -20 >&2
+		die "kernel build failed; see $logf"
+	fi
+	t1=$(date +%s)
+	cp "$OBJ/$(image_path_in_obj)" "$img"
+	cp "$OBJ/.config" "$img.config"
+	echo "$stamp" >"$img.stamp"
+	log "$flavour kernel built in $((t1 - t0)) s: $img"
+}
+
+cmd_build() {
+	cmd_tree
+	local f
+	[ $# -gt 0 ] || set -- $KREPRO_FLAVOURS
+	for f in "$@"; do build_flavour "$f"; done
+}
+
+# DESIGN.md: for every bug, pristine + context + window + bug + fix must equal
+# pristine + context + window in every file. Checked in git's object store with a
+# scratch index, so the work tree (and the build's mtimes) stay untouched.
+cmd_check_patches() {
+	cmd_tree
+	local idx fails=0 d base full p
+	idx=$(mktemp)
+	trap 'rm -f "$idx" "$idx.lock"' RETURN
+	apply_all() { # tree-ish patches... -> prints resulting tree id
+		local start=$1 q
+		shift
+		GIT_INDEX_FILE=$idx git_tree read-tree "$start"
+		for q in "$@"; do
+			GIT_INDEX_FILE=$idx git_tree apply --cached "$q" 2>"$idx.err" || {
+				echo "  ${q#"$KREPRO_TOP"/}: does not apply:" >&2
+				sed 's/^/    /' "$idx.err" >&2
+				return 1
+			}
+		done
+		GIT_INDEX_FILE=$idx git_tree write-tree
+	}
+	for d in $(bug_dirs); do
+		local id ctx=() bug=() fix=()
+		id=$(basename "$d")
+		for p in "$d"/context*.patch "$d"/window*.patch; do [ -e "$p" ] && ctx+=("$p"); done
+		for p in "$d"/bug*.patch; do [ -e "$p" ] && bug+=("$p"); done
+		for p in "$d"/fix*.patch; do [ -e "$p" ] && fix+=("$p"); done
+		if [ ${#bug[@]} -eq 0 ] || [ ${#fix[@]} -eq 0 ]; then
+			echo "not ok - $id: needs at least one bug*.patch and one fix*.patch"
+			fails=$((fails + 1))
+			continue
+		fi
+		for p in "${ctx[@]}" "${bug[@]}" "${fix[@]}"; do
+			grep -qE '^(Upstream|Context-of|Reverts): ' "$p" && grep -q '^Seed: ' "$p" || {
+				echo "not ok - $id: ${p#"$KREPRO_TOP"/} lacks an 'Upstream:' and 'Seed:' header"
+				fails=$((fails + 1))
+				continue 2
+			}
+		done
+		if ! base=$(apply_all pristine "${ctx[@]}") ||
+			! full=$(apply_all pristine "${ctx[@]}" "${bug[@]}" "${fix[@]}"); then
+			echo "not ok - $id: patches do not apply to pristine 6.1"
+			fails=$((fails + 1))
+			continue
+		fi
+		if [ "$base" != "$full" ]; then
+			echo "not ok - $id: bug + fix is not a no-op; differences:"
+			git_tree diff --stat "$base" "$full" | sed 's/^/    /'
+			fails=$((fails + 1))
+			continue
+		fi
+		if [ "$(apply_all pristine "${ctx[@]}" "${bug[@]}")" = "$base" ]; then
+			echo "not ok - $id: the bug patch changes nothing"
+			fails=$((fails + 1))
+			continue
+		fi
+		echo "ok - $id: applies; context+bug+fix == context"
+	done
+	# The flavours as built: every bug's patches together, in series order.
+	local fl
+	for fl in $KREPRO_FLAVOURS; do
+		# shellcheck disable=SC2046
+		if apply_all pristine $(cmd_series "$fl") >/dev/null; then
+			echo "ok - series $fl applies"
+		else
+			echo "not ok - series $fl does not apply"
+			fails=$((fails + 1))
+		fi
+	done
+	[ "$fails" -eq 0 ]
+}
+
+case ${1:-} in
+tree) cmd_tree ;;
+series) cmd_series "${2:?flavour}" ;;
+build) shift; cmd_build "$@" ;;
+check-patches) cmd_check_patches ;;
+*) echo "usage: $0 tree | series FLAVOUR | build [FLAVOUR...] | check-patches" >&2; exit 2 ;;
+esac

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A reproducer that does what FAKE_<case> says (pass, fail, skip, broken,
+ * report, crash, none), for the harness unit tests. Built twice: against the
+ * test build of the harness (marker and kmsg in files) and against the real
+ * one, to check that the real one refuses to run on the host.
+ */
+#define _GNU_SOURCE
+#include "krepro.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void act(const char *name)
+{
+	char var[32];
+	const char *what;
+
+	snprintf(var, sizeof(var), "FAKE_%s", name);
+	what = getenv(var);
+	if (!what || !strcmp(what, "pass"))
+		krepro_pass("%s passes", name);
+	else if (!strcmp(what, "fail"))
+		krepro_fail("%s read back %#x at offset %d, wrote %#x", name, 0x42, 0, 0x41);
+	else if (!strcmp(what, "skip"))
+		krepro_skip("%s needs something", name);
+	else if (!strcmp(what, "broken"))
+		krepro_broken("%s cannot set up", name);
+	else if (!strcmp(what, "report")) {
+		/* What the kernel would log: a KASAN report after the mark. */
+		const char *path = getenv("FAKE_KMSG");
+		const char rec[] = "3,100,2000000,-;BUG: KASAN: use-after-free in uio_unregister_device+0x168/0x190\n";
+		int fd = path ? open(path, O_WRONLY | O_APPEND) : -1;
+
+		if (fd < 0 || write(fd, rec, sizeof(rec) - 1) < 0)
+			krepro_broken("cannot append to the fake kmsg");
+		close(fd);
+		krepro_pass("%s itself saw nothing wrong", name);
+	} else if (!strcmp(what, "crash"))
+		abort();
+	/* "none": return without a verdict */
+}
+
+static void first(void) { act("first"); }
+static void second(void) { act("second"); }
+
+static void setup(void)
+{
+	if (getenv("FAKE_SETUP_BROKEN"))
+		krepro_broken("setup fails on purpose");
+}
+
+static void cleanup(void)
+{
+	krepro_info("cleanup ran");
+}
+
+static const char *const kconfigs[] = { "CONFIG_KREPRO_FAKE_OPTION", NULL };
+
+static const struct krepro_case cases[] = {
+	{ "first", first },
+	{ "second", second },
+	{ NULL, NULL },
+};
+
+static const struct krepro_test test = {
+	.name = "fake-repro",
+	.summary = "a test double for the harness",
+	.fix_commit = "0123456789ab (\"fake: fix\")",
+	.bug_commit = "ba9876543210 (\"fake: break\")",
+	.seed = "none",
+	.timeout = 10,
+	.cmdline = "fake.option=1",
+	.setup = setup,
+	.cleanup = cleanup,
+	.cases = cases,
+};
+
+/* Only when asked: the config check SKIP path. */
+static const struct krepro_test test_kconfig = {
+	.name = "fake-repro",
+	.summary = "a test double for the harness",
+	.fix_commit = "0123456789ab (\"fake: fix\")",
+	.seed = "none",
+	.needs_kconfigs = kconfigs,
+	.timeout = 10,
+	.cases = cases,
+};
+
+int main(int argc, char **argv)
+{
+	return krepro_main(getenv("FAKE_NEEDS_KCONFIG") ? &test_kconfig : &test, argc, argv);
+}

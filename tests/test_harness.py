@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Harness unit tests: run the fake reproducer against the test build of the
+harness (guest marker, kmsg, config and taint in files) and check exit codes,
+KTAP and evidence; check that the real build refuses to run on the host."""
+import gzip
+import os
+import subprocess
+import sys
+import unittest
+
+FAKE, FAKE_REAL, WORK, XFS_REPRO = sys.argv[1:5]
+del sys.argv[1:5]
+
+
+def path(name):
+    return os.path.join(WORK, name)
+
+
+class Harness(unittest.TestCase):
+    def setUp(self):
+        os.makedirs(WORK, exist_ok=True)
+        with open(path("cmdline"), "w") as f:
+            f.write("console=ttyS0 krepro.guest=1 krepro.run=fake-repro\n")
+        open(path("kmsg"), "w").close()
+        with open(path("tainted"), "w") as f:
+            f.write("0\n")
+        with gzip.open(path("config.gz"), "wt") as f:
+            f.write("CONFIG_XFS_FS=y\n# CONFIG_KREPRO_FAKE_OPTION is not set\n")
+
+    def run_fake(self, binary=None, **env):
+        e = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_")}
+        e["FAKE_KMSG"] = path("kmsg")
+        e.update(env)
+        p = subprocess.run([binary or FAKE], env=e, capture_output=True, text=True, timeout=60)
+        return p.returncode, p.stdout, p.stderr
+
+    def test_pass(self):
+        rc, out, _ = self.run_fake()
+        self.assertEqual(rc, 0, out)
+        self.assertTrue(out.startswith("KTAP version 1\n"), out)
+        self.assertIn("1..2\n", out)
+        self.assertIn("\nok 1 first\n", out)
+        self.assertIn("\nok 2 second\n", out)
+        self.assertIn("# Totals: pass:2 fail:0", out)
+        with open(path("kmsg")) as f:
+            kmsg = f.read()
+        self.assertIn("<5>krepro: fake-repro: start\n", kmsg)
+        self.assertIn("<5>krepro: fake-repro: end PASS\n", kmsg)
+
+    def test_fail_wins_and_keeps_evidence(self):
+        rc, out, _ = self.run_fake(FAKE_first="fail", FAKE_second="skip")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("# first: FAIL: first read back 0x42 at offset 0, wrote 0x41", out)
+        self.assertIn("not ok 1 first # FAIL", out)
+        self.assertIn("ok 2 second # SKIP", out)
+        self.assertIn('hint: this is the bug fixed upstream by 0123456789ab ("fake: fix")', out)
+
+    def test_broken_case(self):
+        rc, out, _ = self.run_fake(FAKE_second="broken")
+        self.assertEqual(rc, 2, out)
+        self.assertRegex(out, r"# second: BROKEN: .*fake-repro.c:\d+: second cannot set up")
+
+    def test_skip_is_not_pass(self):
+        rc, out, _ = self.run_fake(FAKE_second="skip")
+        self.assertEqual(rc, 4, out)
+
+    def test_case_without_verdict_is_broken(self):
+        rc, out, _ = self.run_fake(FAKE_first="none")
+        self.assertEqual(rc, 2, out)
+        self.assertIn("case ended without a verdict", out)
+
+    def test_crash_is_broken(self):
+        rc, out, _ = self.run_fake(FAKE_first="crash")
+        self.assertEqual(rc, 2, out)
+        self.assertIn("killed by signal 6", out)
+
+    def test_setup_broken_runs_cleanup(self):
+        rc, out, _ = self.run_fake(FAKE_SETUP_BROKEN="1")
+        self.assertEqual(rc, 2, out)
+        self.assertIn("setup fails on purpose", out)
+        self.assertIn("# cleanup ran", out)
+
+    def test_kernel_report_after_mark_is_fail(self):
+        rc, out, _ = self.run_fake(FAKE_first="report")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("kernel report after the mark: BUG: KASAN: use-after-free in "
+                      "uio_unregister_device+0x168/0x190", out)
+
+    def test_report_before_mark_is_ignored(self):
+        with open(path("kmsg"), "w") as f:
+            f.write("3,1,100,-;BUG: KASAN: wild-memory-access in _raw_spin_lock+0x6d/0xd0\n")
+        rc, out, _ = self.run_fake()
+        self.assertEqual(rc, 0, out)
+
+    def test_taint_already_set_is_broken(self):
+        with open(path("tainted"), "w") as f:
+            f.write("512\n")
+        rc, out, _ = self.run_fake()
+        self.assertEqual(rc, 2, out)
+        self.assertIn("already tainted (512)", out)
+
+    def test_missing_kconfig_is_skip(self):
+        rc, out, _ = self.run_fake(FAKE_NEEDS_KCONFIG="1")
+        self.assertEqual(rc, 4, out)
+        self.assertIn("kernel lacks CONFIG_KREPRO_FAKE_OPTION", out)
+
+    def test_no_marker_refuses(self):
+        with open(path("cmdline"), "w") as f:
+            f.write("console=ttyS0 krepro.guest=10\n")
+        rc, out, err = self.run_fake(FAKE_first="report")
+        self.assertEqual(rc, 2)
+        self.assertEqual(out, "")
+        self.assertIn("refusing to run", err)
+        with open(path("kmsg")) as f:
+            self.assertEqual(f.read(), "", "nothing may be done without the marker")
+
+    def test_real_build_refuses_on_host(self):
+        # The shipped harness reads the real /proc/cmdline; this host has no marker.
+        with open("/proc/cmdline") as f:
+            self.assertNotIn("krepro.guest=1", f.read().split())
+        for binary in (FAKE_REAL, XFS_REPRO):
+            rc, out, err = self.run_fake(binary)
+            self.assertEqual(rc, 2, binary)
+            self.assertIn("refusing to run", err)
+            self.assertEqual(out, "")
+
+    def test_describe(self):
+        p = subprocess.run([FAKE_REAL, "--describe"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0)
+        meta = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
+        self.assertEqual(meta["name"], "fake-repro")
+        self.assertEqual(meta["timeout"], "10")
+        self.assertEqual(meta["cmdline"], "fake.option=1")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
