@@ -4,6 +4,7 @@
 #   kernels.sh tree              install and unpack the source as a git repo (tag: pristine)
 #   kernels.sh series FLAVOUR    print the patches that make FLAVOUR, in order
 #   kernels.sh build [FLAVOUR..] build the flavours that are missing or stale
+#   kernels.sh stale FLAVOUR     print "stale" when FLAVOUR needs a build
 #   kernels.sh check-patches     every patch applies; bug+fix is a no-op (DESIGN.md)
 #
 # unpatched = pristine + every bug dir's context*, window*, bug* patches
@@ -86,7 +87,6 @@ flavour_stamp() {
 		echo "$KREPRO_ARCH"
 		cmd_series "$flavour" | xargs -r sha256sum | sed "s|$KREPRO_TOP/||"
 		config_fragments | xargs sha256sum | sed "s|$KREPRO_TOP/||"
-		sha256sum "$0" | cut -d' ' -f1
 	} | sha256sum | cut -d' ' -f1
 }
 
@@ -270,10 +270,21 @@ cmd_check_patches() {
 	[ "$fails" -eq 0 ]
 }
 
+# Prints "stale" when FLAVOUR's image is missing or older than its inputs.
+cmd_stale() {
+	local img
+	img=$(kernel_image "$1")
+	if [ ! -f "$img" ] || ! git_tree rev-parse -q --verify pristine >/dev/null 2>&1 ||
+		[ "$(cat "$img.stamp" 2>/dev/null)" != "$(flavour_stamp "$1")" ]; then
+		echo stale
+	fi
+}
+
 case ${1:-} in
 tree) cmd_tree ;;
+stale) cmd_stale "${2:?flavour}" ;;
 series) cmd_series "${2:?flavour}" ;;
 build) shift; cmd_build "$@" ;;
 check-patches) cmd_check_patches ;;
-*) echo "usage: $0 tree | series FLAVOUR | build [FLAVOUR...] | check-patches" >&2; exit 2 ;;
+*) echo "usage: $0 tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | check-patches" >&2; exit 2 ;;
 esac

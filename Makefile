@@ -1,0 +1,52 @@
+# krepro: kernel regression reproducers, proven both ways in QEMU.
+#
+#   make repro-all   build what is missing, run every reproducer on both flavours
+#   make test        unit tests, patch-series check and the VM matrix (CI runs this)
+#   make kernels     build the unpatched and patched kernels
+#   make guest       build the reproducers and the guest initramfs
+#   make check-patches
+#
+# Variables: REPEAT (guest runs per reproducer and flavour, default 10),
+# REPROS (default: all), KREPRO_CACHE (kernel tree, objects, images, ccache).
+
+BUILD   ?= build
+REPEAT  ?= 10
+REPROS  ?= $(shell ./run-in-qemu.sh --list)
+CMAKE_STAMP := $(BUILD)/CMakeCache.txt
+
+.PHONY: all deps build guest kernels repro-all test unit check-patches clean
+
+all: build
+
+# Host packages every target below needs; apt-get only when one is missing.
+deps:
+	@scripts/deps.sh
+
+$(CMAKE_STAMP): CMakeLists.txt
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE= >/dev/null
+
+build: $(CMAKE_STAMP)
+	@cmake --build $(BUILD) -- --no-print-directory -s
+
+guest: build
+	@guest-image/build.sh $(BUILD)/guest/initramfs.cpio $(BUILD)/repro
+
+kernels:
+	@scripts/kernels.sh build
+
+check-patches:
+	@scripts/kernels.sh check-patches
+
+unit: build
+	@cd $(BUILD) && ctest --output-on-failure
+
+repro-all: kernels guest
+	@./run-in-qemu.sh --kernel unpatched --kernel patched --repeat $(REPEAT) --expect $(REPROS)
+
+test: deps
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory check-patches
+	@$(MAKE) --no-print-directory repro-all
+
+clean:
+	rm -rf $(BUILD)

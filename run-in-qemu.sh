@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Run krepro reproducers in QEMU guests and give DESIGN.md's verdicts.
+#
+# usage: run-in-qemu.sh [options] <repro>...
+#        run-in-qemu.sh --list | --help
+#
+#   --kernel K      unpatched | patched | PATH to a bzImage; repeatable (default unpatched)
+#   --repeat N      boot N guests per reproducer and kernel (default 1)
+#   --timeout SEC   wall-clock limit per guest (default: the reproducer's own limit
+#                   plus 60 s for boot and power-off under TCG)
+#   --accel A       tcg | kvm | auto (default tcg; auto uses KVM only after a probe
+#                   boot proves it works, else TCG)
+#   --results DIR   where the run directory goes (default results/<time>)
+#   --expect        judge against the matrix: FAIL on unpatched, PASS on patched
+#   --keep          after the reproducer, keep the guest up with a shell on this
+#                   terminal instead of powering off (for triage by hand)
+#   --list          list the reproducers
+#
+# One guest per reproducer run. The serial console (kernel log) goes to
+# console.log and the reproducer's KTAP to ktap.txt in the run's directory;
+# both are kept whatever the verdict.
+#
+# Exit status (git bisect run compatible): 0 every run passed (or, with
+# --expect, every run was as expected), 1 a run failed (or was unexpected),
+# 125 undecided (BROKEN or SKIP), 2 usage error.
+set -uo pipefail
+TOP=$(cd "$(dirname "$0")" && pwd)
+. "$TOP/scripts/common.sh"
+KREPRO_DIE_CODE=2
+
+BUILD=${KREPRO_BUILD:-$TOP/build}
+KREPRO_PY=$TOP/scripts/krepro.py
+
+usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; }
+
+known_repros() {
+	local d
+	for d in "$TOP"/repro/*/; do
+		d=$(basename "$d")
+		[ "$d" = lib ] || echo "$d"
+	done
+}
+
+kernels=() repros=() repeat=1 timeout= accel=tcg results= expect=0 keep=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--kernel) [ $# -ge 2 ] || die "--kernel needs a value"; kernels+=("$2"); shift ;;
+	--kernel=*) kernels+=("${1#*=}") ;;
+	--repeat) [ $# -ge 2 ] || die "--repeat needs a value"; repeat=$2; shift ;;
+	--timeout) [ $# -ge 2 ] || die "--timeout needs a value"; timeout=$2; shift ;;
+	--accel) [ $# -ge 2 ] || die "--accel needs a value"; accel=$2; shift ;;
+	--results) [ $# -ge 2 ] || die "--results needs a value"; results=$2; shift ;;
+	--expect) expect=1 ;;
+	--keep) keep=1 ;;
+	--list) known_repros; exit 0 ;;
+	-h | --help) usage; exit 0 ;;
+	-*) echo "run-in-qemu.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+	*) repros+=("$1") ;;
+	esac
+	shift
+done
+[ ${#repros[@]} -gt 0 ] || { usage >&2; exit 2; }
+[ ${#kernels[@]} -gt 0 ] || kernels=(unpatched)
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || die "--repeat wants a positive number, not '$repeat'"
+[ -z "$timeout" ] || [[ $timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout wants seconds, not '$timeout'"
+case $accel in tcg | kvm | auto) ;; *) die "--accel is tcg, kvm or auto, not '$accel'" ;; esac
+for r in "${repros[@]}"; do
+	known_repros | grep -qxF -- "$r" || {
+		echo "run-in-qemu.sh: unknown reproducer '$r'; known ones:" >&2
+		known_repros | sed 's/^/  /' >&2
+		exit 2
+	}
+done
+
+# An x86 boot image carries "HdrS" at offset 0x202 (Documentation/x86/boot.rst).
+is_bzimage() { [ "$(dd if="$1" bs=1 skip=514 count=4 2>/dev/null)" = HdrS ]; }
+
+images=() labels=()
+for k in "${kernels[@]}"; do
+	case $k in
+	unpatched | patched)
+		img=$(kernel_image "$k")
+		if [ ! -f "$img" ] || [ -n "$(KREPRO_DIE_CODE=125 "$TOP/scripts/kernels.sh" stale "$k")" ]; then
+			log "the $k kernel is missing or stale: building it first"
+			KREPRO_DIE_CODE=125 "$TOP/scripts/kernels.sh" build "$k" || exit 125
+		fi
+		;;
+	*)
+		img=$k
+		[ -e "$img" ] || die "--kernel $img: no such file"
+		[ -f "$img" ] && is_bzimage "$img" || die "--kernel $img: not an x86 bzImage (no HdrS boot header)"
+		;;
+	esac
+	images+=("$(realpath "$img")")
+	labels+=("$k")
+done
+# A path's label is its file name; flavour names stay as they are.
+for i in "${!labels[@]}"; do
+	case ${labels[$i]} in unpatched | patched) ;; *) labels[i]=$(basename "${labels[$i]}") ;; esac
+done
+
+need_pkgs qemu-system-x86 python3
+make -C "$TOP" --no-print-directory -s guest >&2 || die "building the guest image failed"
+initrd=$BUILD/guest/initramfs.cpio
+
+if [ -z "$results" ]; then
+	results=$TOP/results/$(date +%Y%m%d-%H%M%S)
+	[ -e "$results" ] && results=$results-$$
+fi
+mkdir -p "$results" || die "cannot create $results"
+results=$(realpath "$results")
+
+describe() { "$BUILD/repro/$1" --describe | sed -n "s/^$2=//p" | head -1; }
+
+kvm_works() {
+	grep -qwE 'vmx|svm' /proc/cpuinfo || { log "no vmx/svm in /proc/cpuinfo: KVM unusable"; return 1; }
+	[ -w /dev/kvm ] || { log "/dev/kvm not writable: KVM unusable"; return 1; }
+	local probe
+	probe=$(mktemp -d)
+	timeout -k 5 60 qemu-system-x86_64 -accel kvm -cpu host -m 512 -smp 1 -nodefaults \
+		-display none -no-reboot -kernel "${images[0]}" -initrd "$initrd" \
+		-append "console=ttyS0 panic=-1 krepro.guest=1" \
+		-chardev file,id=con,path="$probe/console.log" -serial chardev:con >/dev/null 2>&1
+	if grep -q 'krepro-init: done' "$probe/console.log"; then
+		rm -rf "$probe"
+		return 0
+	fi
+	log "KVM probe boot did not reach the end of init in 60 s: using TCG"
+	rm -rf "$probe"
+	return 1
+}
+if [ "$accel" = auto ]; then
+	if kvm_works; then accel=kvm; else accel=tcg; fi
+fi
+log "accelerator: $accel; results: $results"
+
+# Boot one guest for one reproducer run; writes console.log, ktap.txt, run.json,
+# verdict.json into $rundir and prints the verdict line.
+boot_one() {
+	local img=$1 label=$2 repro=$3 n=$4 rundir=$5
+	local limit smp extra cpu_args t0 t1 status timed_out=false
+	limit=${timeout:-$(($(describe "$repro" timeout) + 60))}
+	smp=$(describe "$repro" min_cpus)
+	[ "${smp:-1}" -ge 2 ] || smp=2
+	extra=$(describe "$repro" cmdline)
+	mkdir -p "$rundir"
+	: >"$rundir/console.log"
+	: >"$rundir/ktap.txt"
+	if [ "$accel" = kvm ]; then cpu_args=(-accel kvm -cpu host); else cpu_args=(-accel tcg -cpu max); fi
+	local cmdline="console=ttyS0 loglevel=7 panic=-1 krepro.guest=1 krepro.run=$repro $extra"
+	[ "$keep" = 1 ] && cmdline="$cmdline krepro.keep=1"
+	local qemu=(qemu-system-x86_64 "${cpu_args[@]}" -m 1G -smp "$smp" -nodefaults
+		-display none -no-reboot -kernel "$img" -initrd "$initrd" -append "$cmdline"
+		-device virtio-serial-pci
+		-chardev file,id=ktap,path="$rundir/ktap.txt" -device virtconsole,chardev=ktap)
+	printf '%q ' "${qemu[@]}" >"$rundir/qemu-cmdline"
+	t0=$(date +%s.%N)
+	if [ "$keep" = 1 ]; then
+		"${qemu[@]}" -chardev stdio,id=con,logfile="$rundir/console.log",signal=off \
+			-serial chardev:con
+		status=$?
+	else
+		timeout -k 5 "$limit" "${qemu[@]}" -chardev file,id=con,path="$rundir/console.log" \
+			-serial chardev:con >"$rundir/qemu.log" 2>&1
+		status=$?
+	fi
+	t1=$(date +%s.%N)
+	[ "$status" = 124 ] || [ "$status" = 137 ] && timed_out=true
+	python3 "$KREPRO_PY" verdict "$rundir" repro="$repro" kernel="$label" kernel_image="$img" \
+		run="$n" accel="$accel" timeout="$limit" timed_out="$timed_out" \
+		qemu_status="$status" seconds="$(awk "BEGIN { print $t1 - $t0 }")"
+}
+
+total=$((${#images[@]} * ${#repros[@]} * repeat)) i=0
+for k in "${!images[@]}"; do
+	for repro in "${repros[@]}"; do
+		for n in $(seq 1 "$repeat"); do
+			i=$((i + 1))
+			rundir=$results/$repro.${labels[$k]}.$n
+			line=$(boot_one "${images[$k]}" "${labels[$k]}" "$repro" "$n" "$rundir")
+			secs=$(sed -n 's/^ *"seconds": \([0-9.]*\).*/\1/p' "$rundir/verdict.json")
+			printf '[%d/%d] %-20s %-10s run %-3s %-6s %5ss  %s\n' "$i" "$total" "$repro" \
+				"${labels[$k]}" "$n" "${line%%$'\t'*}" "$secs" "${line#*$'\t'}" >&2
+			[ "${line%%$'\t'*}" = PASS ] || printf '       log: %s/console.log\n' "$rundir" >&2
+		done
+	done
+done
+
+# The report's exit status is the script's: bisect semantics over all runs, or
+# with --expect, whether every row of the matrix is as expected.
+report_args=()
+[ "$expect" = 1 ] && report_args+=(--expect)
+python3 "$KREPRO_PY" report "$results" "${report_args[@]}"

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Golden console logs: every tests/console/NAME.log must classify to exactly
+the reports in NAME.expected (kind<TAB>title per line, in console order), and
+every row of repro/lib/kernel-reports.tsv must be exercised by some log."""
+import glob
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
+import krepro  # noqa: E402
+
+
+class Golden(unittest.TestCase):
+    def test_golden_logs(self):
+        logs = sorted(glob.glob(os.path.join(HERE, "console", "*.log")))
+        self.assertTrue(logs)
+        for log in logs:
+            with self.subTest(log=os.path.basename(log)):
+                with open(log) as f:
+                    got = [(r["kind"], r["title"]) for r in krepro.classify(f.read())]
+                with open(log[:-4] + ".expected") as f:
+                    want = [tuple(l.rstrip("\n").split("\t")) for l in f if l.strip()]
+                self.assertEqual(got, want)
+
+    def test_every_pattern_has_a_golden_log(self):
+        text = ""
+        for log in glob.glob(os.path.join(HERE, "console", "*.log")):
+            with open(log) as f:
+                text += f.read()
+        patterns = krepro.load_patterns()
+        used = set()
+        for _, line in krepro.console_lines(text):
+            for i, (_, regex, _) in enumerate(patterns):
+                if regex.match(line):
+                    used.add(i)
+                    break
+        unused = [patterns[i][1].pattern for i in range(len(patterns)) if i not in used]
+        # Catch-alls and rows for reports we have not met yet are listed here
+        # on purpose; a new row must come with a log or be added below.
+        allowed = {"^(?:BUG: KASAN: (.*))", "^(?:BUG: KFENCE: ([a-z-]+) in ([A-Za-z0-9_.]+))",
+                   "^(?:UBSAN: (.*))", "^(?:BUG: unable to handle page fault)",
+                   "^(?:BUG: soft lockup)", "^(?:BUG: workqueue lockup)",
+                   "^(?:BUG: sleeping function called from invalid context)",
+                   "^(?:BUG: scheduling while atomic)", "^(?:BUG: Bad page (state|map))",
+                   "^(?:BUG: (.*))", "^(?:WARNING: possible circular locking dependency detected)",
+                   "^(?:WARNING: possible recursive locking detected)", "^(?:WARNING: (.*))",
+                   "^(?:(rcu: )?INFO: rcu_[a-z]+ detected expedited stall)"}
+        self.assertEqual([u for u in unused if u not in allowed], [])
+
+    def test_timestamp_and_cr_are_stripped(self):
+        r = krepro.classify("[   12.345678] BUG: KASAN: slab-out-of-bounds in foo+0x1/0x2\r\n")
+        self.assertEqual(r[0]["title"], "KASAN: slab-out-of-bounds in foo")
+
+    def test_quoted_report_does_not_match(self):
+        self.assertEqual(krepro.classify("# kernel report after the mark: BUG: KASAN: x in y\n"), [])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

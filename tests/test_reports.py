@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Verdict rules (DESIGN.md) and the run reports: Markdown, KTAP, JUnit XML."""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
+import krepro  # noqa: E402
+
+
+def golden(name):
+    with open(os.path.join(HERE, "console", name)) as f:
+        return f.read()
+
+
+BOOT = "[    2.0] krepro-init: started, uptime 2.0 s\n[    2.1] krepro-init: running x\n" \
+       "[    2.2] krepro: x: start\n"
+
+
+class Verdicts(unittest.TestCase):
+    def test_report_after_mark_is_fail_even_if_repro_passed(self):
+        r = krepro.decide(golden("kasan-uaf.log").replace("exit=1", "exit=0"), "tcmu-uio-rmdir")
+        self.assertEqual(r["verdict"], "FAIL")
+        self.assertEqual(r["evidence"], "KASAN: use-after-free in uio_unregister_device")
+
+    def test_report_before_mark_is_broken(self):
+        r = krepro.decide(golden("boot-kasan-before-mark.log"), "xfs-nowait-dio")
+        self.assertEqual(r["verdict"], "BROKEN")
+        self.assertIn("before the test started", r["evidence"])
+
+    def test_fault_injection_noise_is_not_a_report(self):
+        r = krepro.decide(golden("fault-injection-noise.log"), "nvme-tcp-timeout")
+        self.assertEqual(r["verdict"], "PASS")
+
+    def test_no_init_is_broken(self):
+        r = krepro.decide("[    0.1] Linux version 6.1\n", "x", timed_out=True)
+        self.assertEqual(r["verdict"], "BROKEN")
+        self.assertIn("did not reach init", r["evidence"])
+
+    def test_hang_is_fail(self):
+        r = krepro.decide(BOOT, "x", timed_out=True)
+        self.assertEqual((r["verdict"], r["evidence"]), ("FAIL", "hang: no result within the time limit"))
+
+    def test_hang_with_report_names_report(self):
+        r = krepro.decide(golden("hung-task.log"), "nvme-tcp-timeout", timed_out=True)
+        self.assertEqual(r["verdict"], "FAIL")
+        self.assertTrue(r["evidence"].startswith("INFO: task hung (kworker/u4:2)"))
+
+    def test_exit_codes(self):
+        ktap = "# pwritev2: FAIL: block 0 was written\n"
+        for code, verdict in ((0, "PASS"), (1, "FAIL"), (2, "BROKEN"), (4, "SKIP"), (3, "BROKEN")):
+            r = krepro.decide(BOOT + f"[ 3.0] krepro-init: result name=x exit={code}\n", "x", ktap=ktap)
+            self.assertEqual(r["verdict"], verdict, code)
+        r = krepro.decide(BOOT + "[ 3.0] krepro-init: result name=x exit=1\n", "x", ktap=ktap)
+        self.assertEqual(r["evidence"], "pwritev2: FAIL: block 0 was written")
+
+    def test_no_result_is_broken(self):
+        r = krepro.decide(BOOT, "x", qemu_status=1)
+        self.assertEqual(r["verdict"], "BROKEN")
+
+    def test_other_repro_result_is_not_ours(self):
+        r = krepro.decide(BOOT + "[ 3.0] krepro-init: result name=y exit=0\n", "x")
+        self.assertEqual(r["verdict"], "BROKEN")
+
+    def test_bisect_status(self):
+        self.assertEqual(krepro.bisect_status(["PASS", "PASS"]), 0)
+        self.assertEqual(krepro.bisect_status(["PASS", "FAIL", "BROKEN"]), 1)
+        self.assertEqual(krepro.bisect_status(["PASS", "SKIP"]), 125)
+
+
+class Reports(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def add_run(self, repro, kernel, n, console, exit_line=True):
+        d = os.path.join(self.dir, f"{repro}.{kernel}.{n}")
+        os.makedirs(d)
+        with open(os.path.join(d, "console.log"), "w") as f:
+            f.write(console)
+        with open(os.path.join(d, "ktap.txt"), "w") as f:
+            f.write("KTAP version 1\n1..1\nok 1 a\n")
+        krepro.cmd_verdict(d, [f"repro={repro}", f"kernel={kernel}", f"run={n}",
+                               "timed_out=false", "qemu_status=0", "seconds=4.2"])
+
+    def test_matrix_as_expected(self):
+        boot = BOOT.replace(" x", " r")
+        self.add_run("r", "unpatched", 1, boot + "[ 3.0] krepro-init: result name=r exit=1\n")
+        self.add_run("r", "patched", 1, boot + "[ 3.0] krepro-init: result name=r exit=0\n")
+        self.assertEqual(krepro.cmd_report(self.dir, expect=True), 0)
+        with open(os.path.join(self.dir, "summary.md")) as f:
+            md = f.read()
+        self.assertIn("| r | unpatched | 1 | FAIL 1 | FAIL ok |", md)
+        self.assertIn("r.unpatched.1/console.log", md)
+        root = ET.parse(os.path.join(self.dir, "junit.xml")).getroot()
+        self.assertEqual(root.get("tests"), "2")
+        self.assertEqual(root.get("failures"), "1")
+        with open(os.path.join(self.dir, "results.ktap")) as f:
+            ktap = f.read()
+        self.assertIn("ok 1 r.patched.1", ktap)
+        self.assertIn("ok 2 r.unpatched.1", ktap)
+
+    def test_unexpected_pass_on_unpatched(self):
+        boot = BOOT.replace(" x", " r")
+        self.add_run("r", "unpatched", 1, boot + "[ 3.0] krepro-init: result name=r exit=0\n")
+        self.assertEqual(krepro.cmd_report(self.dir, expect=True), 1)
+        self.assertEqual(krepro.cmd_report(self.dir, expect=False), 0)
+        with open(os.path.join(self.dir, "r.unpatched.1", "verdict.json")) as f:
+            self.assertEqual(json.load(f)["verdict"], "PASS")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
