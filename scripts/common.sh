@@ -7,7 +7,7 @@ KREPRO_ARCH=${KREPRO_ARCH:-x86_64}
 # The kernel tree: Debian's linux-source-6.1 as a git repository, so flavours are
 # branches and switching between them rewrites only the files that differ.
 KREPRO_TREE=$KREPRO_CACHE/linux-6.1
-KREPRO_KERNELS=$KREPRO_CACHE/kernels
+KREPRO_KERNELS=${KREPRO_KERNELS:-$KREPRO_CACHE/kernels}
 KREPRO_FLAVOURS="unpatched patched"
 export CCACHE_DIR=${CCACHE_DIR:-$KREPRO_CACHE/ccache}
 

@@ -16,7 +16,7 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
 PATCHES=$KREPRO_TOP/kernel-patches
-OBJ=$KREPRO_CACHE/build/$KREPRO_ARCH
+OBJ=${KREPRO_OBJ:-$KREPRO_CACHE/build/$KREPRO_ARCH}
 JOBS=${KREPRO_JOBS:-$(nproc)}
 
 git_tree() { git -C "$KREPRO_TREE" "$@"; }
@@ -188,6 +188,9 @@ build_flavour() {
 	cp "$OBJ/$(image_path_in_obj)" "$img"
 	cp "$OBJ/.config" "$img.config"
 	echo "$stamp" >"$img.stamp"
+	# For bench/: how long it took and how many files were compiled.
+	printf 'seconds=%s compiled=%s ccache=%s\n' "$((t1 - t0))" \
+		"$(grep -c '^  CC ' "$logf" || true)" "${CCACHE_DISABLE:+off}" >"$img.timing"
 	log "$flavour kernel built in $((t1 - t0)) s: $img"
 }
 

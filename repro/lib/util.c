@@ -124,14 +124,14 @@ void krepro_loop_attach(off_t size, char *dev, size_t devsize)
 	close(ctl);
 	snprintf(dev, devsize, "/dev/loop%d", nr);
 	/* The backing file lives in tmpfs and is unlinked at once: sparse, and
-	 * gone with the loop device. */
+	 * gone once the loop device lets go of it. */
 	snprintf(backing, sizeof(backing), "/tmp/krepro-loop%d.img", nr);
 	fd = SAFE(open(backing, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
 	SAFE(ftruncate(fd, size));
 	SAFE(unlink(backing));
 	loopfd = SAFE(open(dev, O_RDWR | O_CLOEXEC));
+	/* No LO_FLAGS_AUTOCLEAR: it would detach at our close() below. */
 	cfg.fd = (unsigned int)fd;
-	cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
 	SAFE(ioctl(loopfd, LOOP_CONFIGURE, &cfg));
 	close(fd);
 	close(loopfd);
