@@ -43,9 +43,10 @@ unit: build
 repro-all: kernels guest
 	@./run-in-qemu.sh --kernel unpatched --kernel patched --repeat $(REPEAT) --expect $(REPROS)
 
+# check-patches first: it fetches the kernel tree the patch-error unit test uses.
 test: deps
-	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory check-patches
+	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory repro-all
 
 clean:

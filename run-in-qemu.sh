@@ -99,6 +99,13 @@ for i in "${!labels[@]}"; do
 	case ${labels[$i]} in unpatched | patched) ;; *) labels[i]=$(basename "${labels[$i]}") ;; esac
 done
 
+# Shared: guests may share the machine with each other, never with a build.
+exec 8>"$KREPRO_CACHE/machine.lock"
+if ! flock -s -n 8; then
+	log "waiting for a kernel build to finish (lock: $KREPRO_CACHE/machine.lock)"
+	flock -s 8
+fi
+
 need_pkgs qemu-system-x86 python3
 make -C "$TOP" --no-print-directory -s guest >&2 || die "building the guest image failed"
 initrd=$BUILD/guest/initramfs.cpio

@@ -15,7 +15,7 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
-PATCHES=$KREPRO_TOP/kernel-patches
+PATCHES=${KREPRO_PATCHES:-$KREPRO_TOP/kernel-patches}
 OBJ=${KREPRO_OBJ:-$KREPRO_CACHE/build/$KREPRO_ARCH}
 JOBS=${KREPRO_JOBS:-$(nproc)}
 
@@ -195,6 +195,14 @@ build_flavour() {
 }
 
 cmd_build() {
+	# Builds hold the cache's machine lock exclusively; run-in-qemu.sh holds it
+	# shared while guests run: TCG guests stall beside a build (FINDINGS.md),
+	# and two builds on 2 cores only slow each other.
+	exec 9>"$KREPRO_CACHE/machine.lock"
+	if ! flock -n 9; then
+		log "waiting for guests or another build to finish (lock: $KREPRO_CACHE/machine.lock)"
+		flock 9
+	fi
 	cmd_tree
 	local f
 	[ $# -gt 0 ] || set -- $KREPRO_FLAVOURS

@@ -67,6 +67,15 @@ class Verdicts(unittest.TestCase):
         r = krepro.decide(BOOT + "[ 3.0] krepro-init: result name=y exit=0\n", "x")
         self.assertEqual(r["verdict"], "BROKEN")
 
+    def test_real_runs(self):
+        # Console logs saved from make repro-all: the boot itself is clean.
+        ok = krepro.decide(golden("real-xfs-nowait-dio-pass.log"), "xfs-nowait-dio")
+        self.assertEqual(ok["verdict"], "PASS")
+        bad = krepro.decide(golden("real-xfs-nowait-dio-unpatched.log"), "xfs-nowait-dio",
+                            ktap="# pwritev2: FAIL: block 0 byte 0 reads 0x42\n")
+        self.assertEqual((bad["verdict"], bad["evidence"]),
+                         ("FAIL", "pwritev2: FAIL: block 0 byte 0 reads 0x42"))
+
     def test_bisect_status(self):
         self.assertEqual(krepro.bisect_status(["PASS", "PASS"]), 0)
         self.assertEqual(krepro.bisect_status(["PASS", "FAIL", "BROKEN"]), 1)
