@@ -64,10 +64,13 @@ done
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || die "--repeat wants a positive number, not '$repeat'"
 [ -z "$timeout" ] || [[ $timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout wants seconds, not '$timeout'"
 case $accel in tcg | kvm | auto) ;; *) die "--accel is tcg, kvm or auto, not '$accel'" ;; esac
+# A list, not a pipe into grep -q: with pipefail, grep's early exit would make
+# the writer's SIGPIPE look like "not found".
+known=$(known_repros)
 for r in "${repros[@]}"; do
-	known_repros | grep -qxF -- "$r" || {
+	grep -qxF -- "$r" <<<"$known" || {
 		echo "run-in-qemu.sh: unknown reproducer '$r'; known ones:" >&2
-		known_repros | sed 's/^/  /' >&2
+		sed 's/^/  /' <<<"$known" >&2
 		exit 2
 	}
 done
@@ -107,7 +110,14 @@ if ! flock -s -n 8; then
 fi
 
 need_pkgs qemu-system-x86 python3
-make -C "$TOP" --no-print-directory -s guest >&2 || die "building the guest image failed"
+guest_log=$(mktemp)
+if ! make -C "$TOP" --no-print-directory -s guest >"$guest_log" 2>&1; then
+	cat "$guest_log" >&2
+	rm -f "$guest_log"
+	die "building the reproducers or the guest image failed (output above)"
+fi
+grep -F 'guest image:' "$guest_log" >&2
+rm -f "$guest_log"
 initrd=$BUILD/guest/initramfs.cpio
 
 if [ -z "$results" ]; then
@@ -156,7 +166,10 @@ boot_one() {
 	if [ "$accel" = kvm ]; then cpu_args=(-accel kvm -cpu host); else cpu_args=(-accel tcg -cpu max); fi
 	local cmdline="console=ttyS0 loglevel=7 panic=-1 krepro.guest=1 krepro.run=$repro $extra"
 	[ "$keep" = 1 ] && cmdline="$cmdline krepro.keep=1"
-	local qemu=(qemu-system-x86_64 "${cpu_args[@]}" -m 1G -smp "$smp" -nodefaults
+	# One socket per CPU: without ACPI the kernel finds CPUs in SeaBIOS's MP
+	# table, which lists one entry per package (-smp 2 as 2 cores = 1 CPU).
+	local qemu=(qemu-system-x86_64 "${cpu_args[@]}" -m 1G
+		-smp "$smp,sockets=$smp,cores=1,threads=1" -nodefaults
 		-display none -no-reboot -kernel "$img" -initrd "$initrd" -append "$cmdline"
 		-device virtio-serial-pci
 		-chardev file,id=ktap,path="$rundir/ktap.txt" -device virtconsole,chardev=ktap)

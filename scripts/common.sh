@@ -18,7 +18,7 @@ die() { printf 'krepro: error: %s\n' "$*" >&2; exit "${KREPRO_DIE_CODE:-1}"; }
 need_pkgs() {
 	local missing=() p
 	for p in "$@"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+		[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = 'install ok installed' ] ||
 			missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
