@@ -76,6 +76,11 @@ class Verdicts(unittest.TestCase):
         self.assertEqual((bad["verdict"], bad["evidence"]),
                          ("FAIL", "pwritev2: FAIL: block 0 byte 0 reads 0x42"))
 
+    def test_real_kasan_run(self):
+        r = krepro.decide(golden("real-tcmu-uio-rmdir-unpatched.log"), "tcmu-uio-rmdir")
+        self.assertEqual((r["verdict"], r["evidence"]),
+                         ("FAIL", "KASAN: use-after-free in uio_unregister_device"))
+
     def test_bisect_status(self):
         self.assertEqual(krepro.bisect_status(["PASS", "PASS"]), 0)
         self.assertEqual(krepro.bisect_status(["PASS", "FAIL", "BROKEN"]), 1)
