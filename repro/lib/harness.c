@@ -77,14 +77,21 @@ void krepro_info(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* "<case>: <VERDICT>: [where ]message" lines: the host quotes them as evidence. */
+static void vverdict(const char *verdict, const char *where, const char *fmt, va_list ap)
+{
+	char tag[400];
+
+	snprintf(tag, sizeof(tag), "%s: %s:%s%s", cur_case, verdict, where[0] ? " " : "", where);
+	vdiag(tag, fmt, ap);
+}
+
 void krepro_pass(const char *fmt, ...)
 {
-	char tag[160];
 	va_list ap;
 
-	snprintf(tag, sizeof(tag), "%s: PASS:", cur_case);
 	va_start(ap, fmt);
-	vdiag(tag, fmt, ap);
+	vverdict("PASS", "", fmt, ap);
 	va_end(ap);
 	if (case_result != KREPRO_FAIL)
 		case_result = KREPRO_PASS;
@@ -92,24 +99,22 @@ void krepro_pass(const char *fmt, ...)
 
 void krepro_fail(const char *fmt, ...)
 {
-	char tag[160];
 	va_list ap;
 
-	snprintf(tag, sizeof(tag), "%s: FAIL:", cur_case);
 	va_start(ap, fmt);
-	vdiag(tag, fmt, ap);
+	vverdict("FAIL", "", fmt, ap);
 	va_end(ap);
 	case_result = KREPRO_FAIL;
 }
 
 void krepro_broken_at(const char *file, int line, const char *fmt, ...)
 {
-	char tag[400];
+	char where[300];
 	va_list ap;
 
-	snprintf(tag, sizeof(tag), "%s: BROKEN: %s:%d:", cur_case, file, line);
+	snprintf(where, sizeof(where), "%s:%d:", file, line);
 	va_start(ap, fmt);
-	vdiag(tag, fmt, ap);
+	vverdict("BROKEN", where, fmt, ap);
 	va_end(ap);
 	/* A setup that stopped halfway is still cleaned up (cleanup copes). */
 	if (in_test_process && !strcmp(cur_case, "setup") && cur_test->cleanup) {
@@ -121,12 +126,10 @@ void krepro_broken_at(const char *file, int line, const char *fmt, ...)
 
 void krepro_skip(const char *fmt, ...)
 {
-	char tag[160];
 	va_list ap;
 
-	snprintf(tag, sizeof(tag), "%s: SKIP:", cur_case);
 	va_start(ap, fmt);
-	vdiag(tag, fmt, ap);
+	vverdict("SKIP", "", fmt, ap);
 	va_end(ap);
 	exit(KREPRO_SKIP);
 }
