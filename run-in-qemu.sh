@@ -154,8 +154,8 @@ log "accelerator: $accel; results: $results"
 # Boot one guest for one reproducer run; writes console.log, ktap.txt, run.json,
 # verdict.json into $rundir and prints the verdict line.
 boot_one() {
-	local img=$1 label=$2 repro=$3 n=$4 rundir=$5
-	local limit smp extra cpu_args t0 t1 status timed_out=false
+	local img=$1 label=$2 repro=$3 n=$4 rundir=$5 disk=${6:-}
+	local limit smp extra cpu_args t0 t1 status timed_out=false disk_args=()
 	limit=${timeout:-$(($(describe "$repro" timeout) + 60))}
 	smp=$(describe "$repro" min_cpus)
 	[ "${smp:-1}" -ge 2 ] || smp=2
@@ -166,13 +166,23 @@ boot_one() {
 	if [ "$accel" = kvm ]; then cpu_args=(-accel kvm -cpu host); else cpu_args=(-accel tcg -cpu max); fi
 	local cmdline="console=ttyS0 loglevel=7 panic=-1 krepro.guest=1 krepro.run=$repro $extra"
 	[ "$keep" = 1 ] && cmdline="$cmdline krepro.keep=1"
+	# disk: "prepare:FILE" writes FILE (the preparatory boot), "view:FILE" gives
+	# the run a copy-on-write view of it, so every run starts from the same image.
+	case $disk in
+	prepare:*)
+		cmdline="$cmdline krepro.prepare=1"
+		disk_args=(-drive "file=${disk#prepare:},if=none,id=vda,format=raw" -device virtio-blk-pci,drive=vda) ;;
+	view:*)
+		disk_args=(-drive "file=${disk#view:},if=none,id=vda,format=raw,snapshot=on" -device virtio-blk-pci,drive=vda) ;;
+	esac
 	# One socket per CPU: without ACPI the kernel finds CPUs in SeaBIOS's MP
 	# table, which lists one entry per package (-smp 2 as 2 cores = 1 CPU).
 	local qemu=(qemu-system-x86_64 "${cpu_args[@]}" -m 1G
 		-smp "$smp,sockets=$smp,cores=1,threads=1" -nodefaults
 		-display none -no-reboot -kernel "$img" -initrd "$initrd" -append "$cmdline"
 		-device virtio-serial-pci
-		-chardev file,id=ktap,path="$rundir/ktap.txt" -device virtconsole,chardev=ktap)
+		-chardev file,id=ktap,path="$rundir/ktap.txt" -device virtconsole,chardev=ktap
+		"${disk_args[@]}")
 	printf '%q ' "${qemu[@]}" >"$rundir/qemu-cmdline"
 	t0=$(date +%s.%N)
 	if [ "$keep" = 1 ]; then
@@ -191,13 +201,65 @@ boot_one() {
 		qemu_status="$status" seconds="$(awk "BEGIN { print $t1 - $t0 }")"
 }
 
+# A reproducer that declares a prepared disk gets it made once by the patched
+# (correct) kernel and cached; rebuilt when that kernel or the reproducer
+# changes. Prints "view:IMAGE", or nothing when the reproducer has no disk.
+declare -A disk_of prep_error
+prepare_disk() {
+	local repro=$1 mib img stamp rundir line patched
+	mib=$(describe "$repro" disk_mib)
+	[ "${mib:-0}" -gt 0 ] || return 0
+	img=$KREPRO_CACHE/images/$repro.img
+	if [ "$(describe "$repro" prepare)" != 1 ]; then
+		# A blank scratch disk, fresh for the whole run.
+		mkdir -p "$results/disks" && truncate -s "${mib}M" "$results/disks/$repro.img"
+		echo "view:$results/disks/$repro.img"
+		return 0
+	fi
+	patched=$(kernel_image patched)
+	if [ ! -f "$patched" ] || [ -n "$("$TOP/scripts/kernels.sh" stale patched)" ]; then
+		log "$repro's disk is made by the patched kernel: building it first"
+		flock -u 8
+		"$TOP/scripts/kernels.sh" build patched || return 1
+		flock -s 8
+	fi
+	stamp=$( (cat "$patched.stamp"; sha256sum <"$BUILD/repro/$repro") | sha256sum | cut -d' ' -f1)
+	if [ ! -f "$img" ] || [ "$(cat "$img.stamp" 2>/dev/null)" != "$stamp" ]; then
+		log "preparing $repro's disk on the patched kernel"
+		mkdir -p "$(dirname "$img")"
+		rm -f "$img.tmp" "$img.stamp"
+		truncate -s "${mib}M" "$img.tmp"
+		rundir=$results/prepare/$repro
+		line=$(boot_one "$patched" patched "$repro" 0 "$rundir" "prepare:$img.tmp")
+		if [ "${line%%$'\t'*}" != PASS ]; then
+			echo "disk preparation on the patched kernel was ${line%%$'\t'*}: ${line#*$'\t'} (log: $rundir/console.log)"
+			return 1
+		fi
+		mv "$img.tmp" "$img"
+		echo "$stamp" >"$img.stamp"
+	fi
+	echo "view:$img"
+}
+for repro in "${repros[@]}"; do
+	if ! disk_of[$repro]=$(prepare_disk "$repro"); then
+		prep_error[$repro]=${disk_of[$repro]:-preparing the disk failed}
+		log "$repro: ${prep_error[$repro]}"
+	fi
+done
+
 total=$((${#images[@]} * ${#repros[@]} * repeat)) i=0
 for k in "${!images[@]}"; do
 	for repro in "${repros[@]}"; do
 		for n in $(seq 1 "$repeat"); do
 			i=$((i + 1))
 			rundir=$results/$repro.${labels[$k]}.$n
-			line=$(boot_one "${images[$k]}" "${labels[$k]}" "$repro" "$n" "$rundir")
+			if [ -n "${prep_error[$repro]:-}" ]; then
+				mkdir -p "$rundir"
+				line=$(python3 "$KREPRO_PY" verdict "$rundir" repro="$repro" kernel="${labels[$k]}" \
+					run="$n" broken="${prep_error[$repro]}")
+			else
+				line=$(boot_one "${images[$k]}" "${labels[$k]}" "$repro" "$n" "$rundir" "${disk_of[$repro]}")
+			fi
 			secs=$(sed -n 's/^ *"seconds": \([0-9.]*\).*/\1/p' "$rundir/verdict.json")
 			printf '[%d/%d] %-20s %-10s run %-3s %-6s %5ss  %s\n' "$i" "$total" "$repro" \
 				"${labels[$k]}" "$n" "${line%%$'\t'*}" "$secs" "${line#*$'\t'}" >&2

@@ -121,7 +121,7 @@ def ktap_evidence(ktap, verdict):
 
 RUN_FIELDS = {"repro": str, "kernel": str, "kernel_image": str, "run": int, "accel": str,
               "timeout": int, "timed_out": lambda v: v == "true", "qemu_status": int,
-              "seconds": lambda v: round(float(v), 1)}
+              "seconds": lambda v: round(float(v), 1), "broken": str}
 
 
 def cmd_verdict(rundir, fields):
@@ -133,8 +133,12 @@ def cmd_verdict(rundir, fields):
         run[k] = RUN_FIELDS[k](v)
     console = read(os.path.join(rundir, "console.log"))
     ktap = read(os.path.join(rundir, "ktap.txt"))
-    res = decide(console, run["repro"], run.get("timed_out", False),
-                 run.get("qemu_status", 0), ktap)
+    if "broken" in run:
+        # Not booted: the host could not set the run up (e.g. its disk).
+        res = {"verdict": "BROKEN", "evidence": run.pop("broken"), "reports": [], "exit": None}
+    else:
+        res = decide(console, run["repro"], run.get("timed_out", False),
+                     run.get("qemu_status", 0), ktap)
     run.update(verdict=res["verdict"], evidence=res["evidence"],
                reports=res["reports"][:20], exit=res["exit"])
     with open(os.path.join(rundir, "verdict.json"), "w") as f:

@@ -148,7 +148,8 @@ void *krepro_safe_ptr_at(void *ret, const char *expr, const char *file, int line
 	return ret;
 }
 
-static bool on_krepro_guest(void)
+/* Is `token` one of the kernel command line's words? */
+static bool cmdline_has(const char *token)
 {
 	char cmdline[4096];
 	size_t n;
@@ -160,7 +161,7 @@ static bool on_krepro_guest(void)
 	fclose(f);
 	cmdline[n] = '\0';
 	for (char *tok = strtok(cmdline, " \n"); tok; tok = strtok(NULL, " \n"))
-		if (!strcmp(tok, GUEST_MARKER))
+		if (!strcmp(tok, token))
 			return true;
 	return false;
 }
@@ -392,6 +393,8 @@ static void describe(const struct krepro_test *t)
 	printf("min_cpus=%u\n", t->min_cpus ? t->min_cpus : 1);
 	printf("timeout=%u\n", t->timeout);
 	printf("cmdline=%s\n", t->cmdline ? t->cmdline : "");
+	printf("disk_mib=%u\n", t->disk_mib);
+	printf("prepare=%d\n", t->prepare != NULL);
 	for (const char *const *k = t->needs_kconfigs; k && *k; k++)
 		printf("kconfig=%s\n", *k);
 	for (const struct krepro_case *c = t->cases; c->name; c++)
@@ -417,12 +420,29 @@ int krepro_main(const struct krepro_test *t, int argc, char **argv)
 			"Runs inside a krepro QEMU guest only (see run-in-qemu.sh).\n", argv[0]);
 		return KREPRO_BROKEN;
 	}
-	if (!on_krepro_guest()) {
+	if (!cmdline_has(GUEST_MARKER)) {
 		fprintf(stderr,
 			"%s: refusing to run: this is not a krepro guest (no %s on the kernel\n"
 			"command line). Reproducers crash kernels on purpose; run them with\n"
 			"run-in-qemu.sh %s. Nothing was done.\n", t->name, GUEST_MARKER, t->name);
 		return KREPRO_BROKEN;
+	}
+	if (cmdline_has("krepro.prepare=1")) {
+		/* The preparatory boot: prepare() is the one case; no checks of
+		 * the kernel's config, it is krepro's own patched flavour. */
+		static struct krepro_test prep;
+		static struct krepro_case prep_cases[2];
+
+		if (!t->prepare) {
+			fprintf(stderr, "%s: krepro.prepare=1 but nothing to prepare\n", t->name);
+			return KREPRO_BROKEN;
+		}
+		prep = *t;
+		prep_cases[0] = (struct krepro_case){ "prepare", t->prepare };
+		prep.cases = prep_cases;
+		prep.setup = NULL;
+		prep.cleanup = NULL;
+		t = cur_test = &prep;
 	}
 	for (const struct krepro_case *c = t->cases; c->name; c++)
 		ncases++;

@@ -34,6 +34,14 @@ struct krepro_test {
 	unsigned int min_cpus;
 	unsigned int timeout;		/* seconds for the whole run, setup included */
 	const char *cmdline;		/* extra kernel command line the host passes */
+	/*
+	 * A scratch disk (/dev/vda) of disk_mib MiB. With prepare set, the host
+	 * first boots the patched (correct) kernel once with krepro.prepare=1
+	 * and an empty disk, the harness runs prepare() on it, and the host
+	 * keeps the result; every run then gets a copy-on-write view of it.
+	 */
+	unsigned int disk_mib;
+	void (*prepare)(void);		/* PASS or BROKEN; runs instead of the cases */
 	void (*setup)(void);		/* BROKEN on failure; cleanup still runs */
 	void (*cleanup)(void);		/* must cope with a setup that stopped halfway */
 	const struct krepro_case *cases; /* terminated by {NULL, NULL} */
