@@ -60,22 +60,29 @@ static uint64_t be64_at(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); 
  * correct kernel left stale. Raw reads, because xfs_db's key fields do not
  * show the flag bits.
  */
-static int find_stale_key(struct stale_key *sk)
+/* AG 0's rmapbt root block, read from the unmounted disk. */
+static void read_rmap_root(int fd, unsigned char root[BLK])
 {
-	unsigned char sb[512], agf[512], root[BLK], leaf[BLK];
-	unsigned int blocksize, sectsize, rootbno, maxrecs;
-	int fd = SAFE(open(DISK, O_RDONLY | O_CLOEXEC));
+	unsigned char sb[512], agf[512];
+	unsigned int rootbno;
 
 	pread_all(fd, sb, sizeof(sb), 0);
-	blocksize = be32_at(sb + 4);
-	sectsize = be16_at(sb + 102);
-	if (memcmp(sb, "XFSB", 4) || blocksize != BLK)
+	if (memcmp(sb, "XFSB", 4) || be32_at(sb + 4) != BLK)
 		krepro_broken("not a 4 KiB-block XFS on " DISK);
-	pread_all(fd, agf, sizeof(agf), sectsize);	/* the AGF is sector 1 */
-	rootbno = be32_at(agf + 24);			/* agf_roots[XFS_BTNUM_RMAPi] */
+	pread_all(fd, agf, sizeof(agf), be16_at(sb + 102));	/* AGF: sector 1 */
+	rootbno = be32_at(agf + 24);				/* agf_roots[XFS_BTNUM_RMAPi] */
 	pread_all(fd, root, BLK, (off_t)rootbno * BLK);
 	if (memcmp(root, "RMB3", 4))
 		krepro_broken("AG 0 rmapbt root at agbno %u has no RMB3 magic", rootbno);
+}
+
+static int find_stale_key(struct stale_key *sk)
+{
+	unsigned char root[BLK], leaf[BLK];
+	unsigned int maxrecs;
+	int fd = SAFE(open(DISK, O_RDONLY | O_CLOEXEC));
+
+	read_rmap_root(fd, root);
 	sk->level = be16_at(root + 4);
 	sk->numrecs = be16_at(root + 6);
 	maxrecs = (BLK - BB_HDR) / (KEY_PAIR + 4);
@@ -157,13 +164,7 @@ static void prepare(void)
 
 	/* Pick the middle key: refilling the AGFL can split the first leaves. */
 	dfd = SAFE(open(DISK, O_RDONLY | O_CLOEXEC));
-	{
-		unsigned char sb[512], agf[512];
-
-		pread_all(dfd, sb, sizeof(sb), 0);
-		pread_all(dfd, agf, sizeof(agf), be16_at(sb + 102));
-		pread_all(dfd, root, BLK, (off_t)be32_at(agf + 24) * BLK);
-	}
+	read_rmap_root(dfd, root);
 	close(dfd);
 	if (be16_at(root + 4) != 1 || be16_at(root + 6) < 3)
 		krepro_broken("AG 0's rmapbt has level %u with %u keys, want a two-level tree",
