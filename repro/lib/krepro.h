@@ -99,6 +99,8 @@ int krepro_read_line(const char *path, char *buf, size_t size);
 void krepro_loop_attach(off_t size, char *dev, size_t devsize);
 void krepro_loop_detach(const char *dev);
 
+/* Mount dev at dir (created if missing). BROKEN on error. */
+void krepro_mount(const char *dev, const char *fstype, const char *dir);
 /* mkfs (argv after the device, e.g. {"mkfs.xfs", "-f", NULL}), then mount at
  * dir (created). BROKEN on error. */
 void krepro_mkfs_mount(const char *const mkfs_argv[], const char *dev,

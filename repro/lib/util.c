@@ -161,6 +161,11 @@ void krepro_mkfs_mount(const char *const mkfs_argv[], const char *dev,
 	argv[n++] = dev;
 	argv[n] = NULL;
 	krepro_must_run(argv);
+	krepro_mount(dev, fstype, dir);
+}
+
+void krepro_mount(const char *dev, const char *fstype, const char *dir)
+{
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		krepro_broken("mkdir %s: %s", dir, strerror(errno));
 	if (mount(dev, dir, fstype, 0, NULL) < 0)

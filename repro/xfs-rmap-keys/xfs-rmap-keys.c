@@ -123,10 +123,7 @@ static void repair_must_be_clean(const char *when)
 
 static void do_mount(void)
 {
-	if (mkdir(MNT, 0755) < 0 && errno != EEXIST)
-		krepro_broken("mkdir " MNT ": %s", strerror(errno));
-	if (mount(DISK, MNT, "xfs", 0, NULL) < 0)
-		krepro_broken("mount " DISK ": %s", strerror(errno));
+	krepro_mount(DISK, "xfs", MNT);
 	mounted = 1;
 }
 
