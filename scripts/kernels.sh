@@ -58,24 +58,14 @@ bug_dirs() {
 }
 
 cmd_series() {
-	local flavour=$1 d g f groups
-	case $flavour in
-	unpatched) groups="context window bug" ;;
-	patched) groups="context window bug fix" ;;
-	*) die "unknown flavour '$flavour' (known: $KREPRO_FLAVOURS)" ;;
-	esac
+	local flavour=$1 d g f
+	case $flavour in unpatched | patched) ;; *) die "unknown flavour '$flavour' (known: $KREPRO_FLAVOURS)" ;; esac
 	# unpatched: all bugs' context/window/bug; patched: the same, then all fixes.
-	for g in $groups; do
-		[ "$g" = fix ] && continue
+	for g in context window bug $([ "$flavour" = patched ] && echo fix); do
 		for d in $(bug_dirs); do
 			for f in "$d"/"$g"*.patch; do [ -e "$f" ] && echo "$f"; done
 		done
 	done
-	if [ "$flavour" = patched ]; then
-		for d in $(bug_dirs); do
-			for f in "$d"/fix*.patch; do [ -e "$f" ] && echo "$f"; done
-		done
-	fi
 	return 0
 }
 
