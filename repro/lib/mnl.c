@@ -365,7 +365,7 @@ int mnl_attr_validate2(const struct nlattr *attr, enum mnl_attr_data_type type, 
 	default:
 		break;
 	}
-	if (exp_len && len < exp_len) {
+	if (exp_len && len != exp_len) {
 		errno = ERANGE;
 		return -1;
 	}
@@ -376,10 +376,6 @@ int mnl_attr_validate(const struct nlattr *attr, enum mnl_attr_data_type type)
 {
 	if (type >= MNL_TYPE_MAX) {
 		errno = EINVAL;
-		return -1;
-	}
-	if (type_len[type] && mnl_attr_get_payload_len(attr) != type_len[type]) {
-		errno = ERANGE;
 		return -1;
 	}
 	return mnl_attr_validate2(attr, type, type_len[type]);
@@ -481,7 +477,8 @@ void mnl_attr_nest_cancel(struct nlmsghdr *nlh, struct nlattr *start)
 /*
  * Run cb on each data message in buf. Control messages: an error message
  * (an ACK when its error is 0) and NLMSG_DONE end the run (MNL_CB_STOP, or
- * MNL_CB_ERROR with errno); a message for another request is ESRCH.
+ * MNL_CB_ERROR with errno); a message for another socket is ESRCH, for
+ * another request EPROTO.
  */
 int mnl_cb_run(const void *buf, size_t numbytes, unsigned int seq, unsigned int portid,
 	       mnl_cb_t cb, void *data)
@@ -490,8 +487,12 @@ int mnl_cb_run(const void *buf, size_t numbytes, unsigned int seq, unsigned int 
 	int len = (int)numbytes, ret = MNL_CB_OK;
 
 	while (mnl_nlmsg_ok(nlh, len)) {
-		if (!mnl_nlmsg_portid_ok(nlh, portid) || !mnl_nlmsg_seq_ok(nlh, seq)) {
+		if (!mnl_nlmsg_portid_ok(nlh, portid)) {
 			errno = ESRCH;
+			return MNL_CB_ERROR;
+		}
+		if (!mnl_nlmsg_seq_ok(nlh, seq)) {
+			errno = EPROTO;
 			return MNL_CB_ERROR;
 		}
 		if (nlh->nlmsg_flags & NLM_F_DUMP_INTR) {
@@ -515,10 +516,7 @@ int mnl_cb_run(const void *buf, size_t numbytes, unsigned int seq, unsigned int 
 			return err->error == 0 ? MNL_CB_STOP : MNL_CB_ERROR;
 		} else if (nlh->nlmsg_type == NLMSG_DONE) {
 			return MNL_CB_STOP;
-		} else if (nlh->nlmsg_type == NLMSG_OVERRUN) {
-			errno = ENOSPC;
-			return MNL_CB_ERROR;
-		}
+		}	/* NLMSG_NOOP, NLMSG_OVERRUN: nothing to do */
 		nlh = mnl_nlmsg_next(nlh, &len);
 	}
 	return ret;
