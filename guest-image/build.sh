@@ -38,16 +38,21 @@ for applet in $("$stage/bin/busybox" --list); do
 done
 install -m 0755 "$here/init" "$stage/init"
 
-# A program and every library it loads, at the same paths as on the host.
-copy_with_libs() {
-	local f=$1 lib
-	mkdir -p "$stage$(dirname "$f")"
-	cp -L "$f" "$stage$f"
-	for lib in $(ldd "$f" 2>/dev/null | grep -oE '/[^ ]+' || true); do
+# Every library a program loads, at the same paths as on the host (none for
+# a static program).
+copy_libs() {
+	local lib
+	for lib in $(ldd "$1" 2>/dev/null | grep -oE '/[^ ]+' || true); do
 		[ -e "$stage$lib" ] && continue
 		mkdir -p "$stage$(dirname "$lib")"
 		cp -L "$lib" "$stage$lib"
 	done
+}
+# A program and its libraries, at the same paths as on the host.
+copy_with_libs() {
+	mkdir -p "$stage$(dirname "$1")"
+	cp -L "$1" "$stage$1"
+	copy_libs "$1"
 }
 while read -r pkg prog; do
 	case $pkg in "#"* | "") continue ;; esac
@@ -63,6 +68,7 @@ n=0
 for r in "$bindir"/*; do
 	[ -x "$r" ] || continue
 	install -m 0755 "$r" "$stage/repro/$(basename "$r")"
+	copy_libs "$r"
 	n=$((n + 1))
 done
 [ "$n" -gt 0 ] || die "no reproducer binaries in $bindir"
