@@ -91,6 +91,9 @@ void krepro_must_run(const char *const argv[]);
 /* Write a string to a sysfs/configfs/procfs file; BROKEN on error. */
 void krepro_write_file(const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The same, for a write whose failure is the evidence: 0, or -1 with errno. */
+int krepro_try_write_file(const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* Read a file's first line (newline removed) into buf; -1 with errno on error. */
 int krepro_read_line(const char *path, char *buf, size_t size);
 
