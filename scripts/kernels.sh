@@ -332,7 +332,7 @@ cmd_check_series() {
 	local tree=$1 base=$2 idx p err where file line hunk
 	shift 2
 	idx=$(mktemp)
-	trap 'rm -f "$idx" "$idx.lock" "$idx.err"' RETURN
+	trap 'rm -f "$idx" "$idx.lock" "$idx.err"; trap - RETURN' RETURN
 	GIT_INDEX_FILE=$idx git -C "$tree" read-tree "$base" || KREPRO_DIE_CODE=2 die "no commit '$base' in $tree"
 	for p in "$@"; do
 		[ -f "$p" ] || KREPRO_DIE_CODE=2 die "no such patch: $p"
