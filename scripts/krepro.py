@@ -213,6 +213,21 @@ def report_excerpt(results, run, lines=12):
     return run["evidence"], picked
 
 
+def described_fix(repro):
+    """The fix a reproducer names (`--describe`), for runs that did not record
+    it: from the build next to this script, marked as such."""
+    import subprocess
+    exe = os.path.join(os.environ.get("KREPRO_BUILD", os.path.join(TOP, "build")), "repro", repro)
+    try:
+        out = subprocess.run([exe, "--describe"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    for line in out.splitlines():
+        if line.startswith("fix=") and line[4:]:
+            return line[4:] + " (from the reproducer as built now; the run did not record it)"
+    return ""
+
+
 def failure_sections(results, rows):
     """Markdown: per row with a FAIL, the report title, its first lines and the fix."""
     out = []
@@ -222,9 +237,10 @@ def failure_sections(results, rows):
             continue
         first = fails[0]
         title, excerpt = report_excerpt(results, first)
+        fix = first.get("fix") or described_fix(repro)
         out += [f"### {repro} on {kernel}: FAIL in {len(fails)} of {len(rs)} runs", "",
                 f"- report: {title}",
-                f"- expected fix: {first.get('fix') or 'unknown (not recorded in this run)'}",
+                f"- expected fix: {fix or 'unknown (not recorded in this run)'}",
                 f"- log: {first['dir']}/console.log", ""]
         if excerpt:
             out += ["```"] + excerpt + ["```", ""]
