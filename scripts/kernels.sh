@@ -329,7 +329,7 @@ cmd_stale() {
 # Apply PATCHes on BASE in a scratch index of TREE (nothing on disk changes);
 # on failure name the patch, the file and the hunk, and exit 2.
 cmd_check_series() {
-	local tree=$1 base=$2 idx p err where file line hunk
+	local tree=$1 base=$2 idx p where file line hunk
 	shift 2
 	idx=$(mktemp)
 	trap 'rm -f "$idx" "$idx.lock" "$idx.err"; trap - RETURN' RETURN
