@@ -62,6 +62,23 @@ contains "--tree failure names the build log" "build log: $scratch/cache/build/t
 log=$(grep -o "build log: [^)]*" <<<"$LAST" | cut -d' ' -f3)
 if [ -f "$log" ] && grep -q "not a kernel tree" "$log"; then pass=$((pass + 1)); echo "ok - the named build log exists and says why"
 else fail=$((fail + 1)); echo "not ok - the named build log exists and says why: '$log'"; fi
+# A tree whose config step fails, and one whose build fails: 125 and the log.
+for what in config build; do
+	t=$scratch/fake-$what
+	mkdir -p "$t/arch/x86" "$t/scripts/kconfig"
+	if [ $what = config ]; then
+		printf '#!/bin/sh\necho "merge_config: no such fragment" >&2\nexit 1\n' >"$t/scripts/kconfig/merge_config.sh"
+	else
+		# Writes .config with every requested option, as the real one would.
+		printf '#!/bin/sh\n[ "$1" = -n ] && shift; [ "$1" = -O ] && obj=$2 && shift 2; cat "$@" >"$obj/.config"\n' \
+			>"$t/scripts/kconfig/merge_config.sh"
+	fi
+	chmod +x "$t/scripts/kconfig/merge_config.sh"
+	printf 'bzImage:\n\t@echo "error: this tree does not build"; exit 1\n' >"$t/Makefile"
+	check 125 "--tree whose $what fails" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$t" xfs-nowait-dio
+	contains "--tree $what failure names the build log" "(build log: $scratch/cache/build/tree-"
+done
+contains "the build's own error is shown" "error: this tree does not build"
 check 125 "--tree missing directory" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$scratch/nope" xfs-nowait-dio
 check 2 "--tree with an unknown reproducer: usage first, no build" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$scratch/not-a-kernel" no-such-bug
 
