@@ -5,6 +5,9 @@
 #   make kernels     build the unpatched and patched kernels
 #   make guest       build the reproducers and the guest initramfs
 #   make check-patches
+#   make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH]
+#                    run every reproducer on BASE and BASE+SERIES; name what changed
+#   make report DIR=results/<run>   re-render a past run's reports, boots nothing
 #
 # Variables: REPEAT (guest runs per reproducer and flavour, default 10),
 # REPROS (default: all), KREPRO_CACHE (kernel tree, objects, images, ccache).
@@ -14,7 +17,7 @@ REPEAT  ?= 10
 REPROS  ?= $(shell ./run-in-qemu.sh --list)
 CMAKE_STAMP := $(BUILD)/CMakeCache.txt
 
-.PHONY: all deps build guest kernels repro-all test unit check-patches clean
+.PHONY: all deps build guest kernels repro-all test unit check-patches gate report clean
 
 all: build
 
@@ -48,6 +51,17 @@ test: deps
 	@$(MAKE) --no-print-directory check-patches
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory repro-all
+
+# The gate runs each reproducer once per kernel unless REPEAT is given.
+BASE ?= patched
+gate:
+	@test -n "$(SERIES)" || { echo "usage: make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH] [REPEAT=N] [REPROS=...]" >&2; exit 2; }
+	@scripts/gate.sh --base "$(BASE)" --repros "$(REPROS)" \
+		--repeat $(if $(filter command line environment,$(origin REPEAT)),$(REPEAT),1) $(SERIES)
+
+report:
+	@test -n "$(DIR)" || { echo "usage: make report DIR=results/<run>" >&2; exit 2; }
+	@./run-in-qemu.sh --report "$(DIR)"
 
 clean:
 	rm -rf $(BUILD)

@@ -4,7 +4,14 @@
 # usage: run-in-qemu.sh [options] <repro>...
 #        run-in-qemu.sh --list | --help
 #
-#   --kernel K      unpatched | patched | PATH to a bzImage; repeatable (default unpatched)
+#   --kernel K      unpatched | patched | PATH to a bzImage; repeatable (default unpatched).
+#                   A PATH's config (CONFIG_IKCONFIG) is checked against what the
+#                   reproducers declare: missing options are warned about, and the
+#                   reproducer says SKIP naming them
+#   --tree DIR      build the kernel tree in DIR (yours: a git checkout, any state)
+#                   with krepro's config fragments, objects outside DIR, and run on
+#                   it; repeatable. Not a kernel tree or no build: exit 125 and the
+#                   build log's path (git bisect skips the commit)
 #   --repeat N      boot N guests per reproducer and kernel (default 1)
 #   --timeout SEC   wall-clock limit per guest (default: the reproducer's own limit
 #                   plus 60 s for boot and power-off under TCG)
@@ -15,6 +22,8 @@
 #   --keep          after the reproducer, keep the guest up with a shell on this
 #                   terminal instead of powering off (for triage by hand)
 #   --list          list the reproducers
+#   --report DIR    re-render a past run's directory (matrix, KTAP, JUnit, failure
+#                   details) from what it holds; boots nothing
 #
 # One guest per reproducer run. The serial console (kernel log) goes to
 # console.log and the reproducer's KTAP to ktap.txt in the run's directory;
@@ -22,7 +31,9 @@
 #
 # Exit status (git bisect run compatible): 0 every run passed (or, with
 # --expect, every run was as expected), 1 a run failed (or was unexpected),
-# 125 undecided (BROKEN or SKIP), 2 usage error.
+# 125 undecided (BROKEN or SKIP, a --tree that does not build), 2 usage error.
+#
+#   git bisect run /path/to/run-in-qemu.sh --tree . <repro>
 set -uo pipefail
 TOP=$(cd "$(dirname "$0")" && pwd)
 . "$TOP/scripts/common.sh"
@@ -41,11 +52,13 @@ known_repros() {
 	done
 }
 
-kernels=() repros=() repeat=1 timeout= accel=tcg results= expect=0 keep=0
+kernels=() repros=() repeat=1 timeout= accel=tcg results= expect=0 keep=0 report_dir=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) [ $# -ge 2 ] || die "--kernel needs a value"; kernels+=("$2"); shift ;;
 	--kernel=*) kernels+=("${1#*=}") ;;
+	--tree) [ $# -ge 2 ] || die "--tree needs a directory"; kernels+=("tree:$2"); shift ;;
+	--report) [ $# -ge 2 ] || die "--report needs a run directory"; report_dir=$2; shift ;;
 	--repeat) [ $# -ge 2 ] || die "--repeat needs a value"; repeat=$2; shift ;;
 	--timeout) [ $# -ge 2 ] || die "--timeout needs a value"; timeout=$2; shift ;;
 	--accel) [ $# -ge 2 ] || die "--accel needs a value"; accel=$2; shift ;;
@@ -59,6 +72,11 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+if [ -n "$report_dir" ]; then
+	[ -d "$report_dir" ] || die "--report $report_dir: no such directory"
+	if [ "$expect" = 1 ]; then exec python3 "$KREPRO_PY" report "$report_dir" --expect; fi
+	exec python3 "$KREPRO_PY" report "$report_dir"
+fi
 [ ${#repros[@]} -gt 0 ] || { usage >&2; exit 2; }
 [ ${#kernels[@]} -gt 0 ] || kernels=(unpatched)
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || die "--repeat wants a positive number, not '$repeat'"
@@ -88,6 +106,10 @@ for k in "${kernels[@]}"; do
 			KREPRO_DIE_CODE=125 "$TOP/scripts/kernels.sh" build "$k" || exit 125
 		fi
 		;;
+	tree:*)
+		# kernels.sh names the build log; 125 tells git bisect to skip.
+		img=$(KREPRO_DIE_CODE=125 "$TOP/scripts/kernels.sh" build-tree "${k#tree:}") || exit 125
+		;;
 	*)
 		img=$k
 		[ -e "$img" ] || die "--kernel $img: no such file"
@@ -99,7 +121,11 @@ for k in "${kernels[@]}"; do
 done
 # A path's label is its file name; flavour names stay as they are.
 for i in "${!labels[@]}"; do
-	case ${labels[$i]} in unpatched | patched) ;; *) labels[i]=$(basename "${labels[$i]}") ;; esac
+	case ${labels[$i]} in
+	unpatched | patched) ;;
+	tree:*) labels[i]=$(basename "$(realpath "${labels[$i]#tree:}")") ;;
+	*) labels[i]=$(basename "${labels[$i]}") ;;
+	esac
 done
 
 # Shared: guests may share the machine with each other, never with a build.
@@ -128,6 +154,44 @@ mkdir -p "$results" || die "cannot create $results"
 results=$(realpath "$results")
 
 describe() { "$BUILD/repro/$1" --describe | sed -n "s/^$2=//p" | head -1; }
+
+# A kernel of the user's: read its config (CONFIG_IKCONFIG, with kbuild's
+# extract-ikconfig) and warn about options a reproducer declares and the kernel
+# lacks. Warn, not fail: in the guest the harness turns them into SKIP.
+check_kconfig() { # image label
+	local x cfg r need missing
+	for x in "$KREPRO_TREE/scripts/extract-ikconfig" "${3:-}/scripts/extract-ikconfig"; do
+		[ -x "$x" ] && break
+	done
+	if [ ! -x "$x" ]; then
+		log "warning: no scripts/extract-ikconfig (kernels.sh tree installs one): $2's options not checked"
+		return 0
+	fi
+	if ! cfg=$("$x" "$1" 2>/dev/null) || [ -z "$cfg" ]; then
+		log "warning: $2 carries no config (CONFIG_IKCONFIG): the options the reproducers need are not checked"
+		return 0
+	fi
+	grep -qx 'CONFIG_IKCONFIG_PROC=y' <<<"$cfg" ||
+		log "warning: $2 lacks CONFIG_IKCONFIG_PROC=y: in the guest the harness cannot check options either"
+	for r in "${repros[@]}"; do
+		missing=()
+		while IFS= read -r need; do
+			case $need in
+			*=*) grep -qxF -- "$need" <<<"$cfg" ;;
+			*) grep -qE "^$need=[ym]\$" <<<"$cfg" ;;
+			esac || missing+=("$need")
+		done < <("$BUILD/repro/$r" --describe | sed -n 's/^kconfig=//p')
+		[ ${#missing[@]} -eq 0 ] ||
+			log "warning: $2 lacks ${missing[*]}, which $r needs: it will SKIP"
+	done
+}
+for k in "${!kernels[@]}"; do
+	case ${kernels[$k]} in
+	unpatched | patched) ;;
+	tree:*) check_kconfig "${images[$k]}" "${labels[$k]}" "${kernels[$k]#tree:}" ;;
+	*) check_kconfig "${images[$k]}" "${labels[$k]}" ;;
+	esac
+done
 
 kvm_works() {
 	grep -qwE 'vmx|svm' /proc/cpuinfo || { log "no vmx/svm in /proc/cpuinfo: KVM unusable"; return 1; }
@@ -197,7 +261,7 @@ boot_one() {
 	t1=$(date +%s.%N)
 	[ "$status" = 124 ] || [ "$status" = 137 ] && timed_out=true
 	python3 "$KREPRO_PY" verdict "$rundir" repro="$repro" kernel="$label" kernel_image="$img" \
-		run="$n" accel="$accel" timeout="$limit" timed_out="$timed_out" \
+		run="$n" accel="$accel" timeout="$limit" timed_out="$timed_out" fix="$(describe "$repro" fix)" \
 		qemu_status="$status" seconds="$(awk "BEGIN { print $t1 - $t0 }")"
 }
 
@@ -248,15 +312,19 @@ for repro in "${repros[@]}"; do
 done
 
 total=$((${#images[@]} * ${#repros[@]} * repeat)) i=0
+started=$(date +%s)
+elapsed() { local s=$(($(date +%s) - started)); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
 for k in "${!images[@]}"; do
 	for repro in "${repros[@]}"; do
 		for n in $(seq 1 "$repeat"); do
 			i=$((i + 1))
 			rundir=$results/$repro.${labels[$k]}.$n
+			printf '[%d/%d] %-20s %-10s run %-3s booting (%s elapsed)\n' "$i" "$total" "$repro" \
+				"${labels[$k]}" "$n" "$(elapsed)" >&2
 			if [ -n "${prep_error[$repro]:-}" ]; then
 				mkdir -p "$rundir"
 				line=$(python3 "$KREPRO_PY" verdict "$rundir" repro="$repro" kernel="${labels[$k]}" \
-					run="$n" broken="${prep_error[$repro]}")
+					run="$n" fix="$(describe "$repro" fix)" broken="${prep_error[$repro]}")
 			else
 				line=$(boot_one "${images[$k]}" "${labels[$k]}" "$repro" "$n" "$rundir" "${disk_of[$repro]}")
 			fi

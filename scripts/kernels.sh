@@ -6,6 +6,15 @@
 #   kernels.sh build [FLAVOUR..] build the flavours that are missing or stale
 #   kernels.sh stale FLAVOUR     print "stale" when FLAVOUR needs a build
 #   kernels.sh check-patches     every patch applies; bug+fix is a no-op (DESIGN.md)
+#   kernels.sh check-series TREE BASE PATCH...
+#                                PATCHes apply in order on commit BASE of git TREE
+#                                (names the patch and hunk that does not; exit 2)
+#   kernels.sh build-series NAME TREE BASE PATCH...
+#                                TREE at BASE + PATCHes, built as image NAME (not a
+#                                flavour name): the gate's kernels
+#   kernels.sh build-tree DIR    a user's own kernel tree, built out of tree; prints
+#                                the image path (exit 125 when it is no kernel tree
+#                                or does not build)
 #
 # unpatched = pristine + every bug dir's context*, window*, bug* patches
 # patched   = unpatched + every bug dir's fix* patches
@@ -116,16 +125,19 @@ checkout_flavour() {
 	git_tree config "krepro.$flavour-series" "$want"
 }
 
+# make_config [TREE OBJ STRICT]: allnoconfig + the fragments into OBJ/.config.
+# STRICT (the flavours, the gate) stops when Kconfig drops a requested option;
+# otherwise (a user's tree) it warns: the reproducers needing it will SKIP.
 make_config() {
-	local frags=() f
+	local tree=${1:-$KREPRO_TREE} obj=${2:-$OBJ} strict=${3:-1} frags=() f
 	mapfile -t frags < <(config_fragments)
 	for f in "${frags[@]}"; do [ -f "$f" ] || die "missing config fragment ${f#"$KREPRO_TOP"/}"; done
-	mkdir -p "$OBJ"
+	mkdir -p "$obj"
 	# -n: start from allnoconfig, so only what the fragments ask for is built.
-	(cd "$KREPRO_TREE" && ARCH=$(kbuild_arch) scripts/kconfig/merge_config.sh -n -O "$OBJ" "${frags[@]}") \
-		>"$OBJ/merge_config.log" 2>&1 || {
-		tail -20 "$OBJ/merge_config.log" >&2
-		die "merge_config.sh failed; see $OBJ/merge_config.log"
+	(cd "$tree" && ARCH=$(kbuild_arch) scripts/kconfig/merge_config.sh -n -O "$obj" "${frags[@]}") \
+		>"$obj/merge_config.log" 2>&1 || {
+		tail -20 "$obj/merge_config.log" >&2
+		die "merge_config.sh failed; see $obj/merge_config.log"
 	}
 	# merge_config.sh only warns when Kconfig drops a requested option (an unmet
 	# dependency); a reproducer would then SKIP or lie, so stop here instead.
@@ -134,15 +146,19 @@ make_config() {
 		case $line in
 		CONFIG_*=*)
 			name=${line%%=*} val=${line#*=}
-			grep -qxF "$name=$val" "$OBJ/.config" || bad+=("$line (got: $(grep -E "^(# )?$name[= ]" "$OBJ/.config" || echo unset))")
+			grep -qxF "$name=$val" "$obj/.config" || bad+=("$line (got: $(grep -E "^(# )?$name[= ]" "$obj/.config" || echo unset))")
 			;;
 		"# CONFIG_"*" is not set")
 			name=${line#"# "} name=${name%% *}
-			grep -q "^$name=" "$OBJ/.config" && bad+=("$line (got: $(grep "^$name=" "$OBJ/.config"))")
+			grep -q "^$name=" "$obj/.config" && bad+=("$line (got: $(grep "^$name=" "$obj/.config"))")
 			;;
 		esac
 	done < <(cat "${frags[@]}")
-	if [ ${#bad[@]} -gt 0 ]; then
+	if [ ${#bad[@]} -gt 0 ] && [ "$strict" = 0 ]; then
+		log "warning: this tree's Kconfig dropped options krepro's fragments ask for;"
+		log "reproducers that need them will SKIP and name them:"
+		printf '  %s\n' "${bad[@]}" >&2
+	elif [ ${#bad[@]} -gt 0 ]; then
 		printf '  %s\n' "${bad[@]}" >&2
 		die "the kernel config lacks options the fragments ask for (unmet dependencies?)"
 	fi
@@ -150,6 +166,33 @@ make_config() {
 
 kbuild_arch() { case $KREPRO_ARCH in x86_64) echo x86 ;; *) echo "$KREPRO_ARCH" ;; esac; }
 image_path_in_obj() { case $KREPRO_ARCH in x86_64) echo arch/x86/boot/bzImage ;; arm) echo arch/arm/boot/zImage ;; esac; }
+
+# make_kernel WHAT TREE OBJ LOG STAMP: the image, with a progress line every 30 s
+# (files compiled so far against the last build in OBJ, elapsed time).
+make_kernel() {
+	local what=$1 tree=$2 obj=$3 logf=$4 ts=$5 pid t0 now last n i status
+	last=$(cat "$obj/.krepro-compiled" 2>/dev/null || true)
+	t0=$(date +%s)
+	# A fixed build identity keeps init/version.c (and ccache) stable across builds.
+	make -C "$tree" O="$obj" ARCH="$(kbuild_arch)" -j"$JOBS" \
+		CC="ccache gcc" KBUILD_BUILD_USER=krepro KBUILD_BUILD_HOST=krepro \
+		KBUILD_BUILD_TIMESTAMP="$ts" \
+		"$(basename "$(image_path_in_obj)")" >"$logf" 2>&1 &
+	pid=$!
+	i=0
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 1
+		i=$((i + 1))
+		[ $((i % 30)) -eq 0 ] || continue
+		now=$(date +%s)
+		n=$(grep -c '^  CC ' "$logf" 2>/dev/null || true)
+		log "building $what: ${n:-0} files compiled${last:+ (the last build here compiled $last)}, $(((now - t0) / 60))m$(((now - t0) % 60))s elapsed"
+	done
+	wait "$pid"
+	status=$?
+	[ "$status" -eq 0 ] && grep -c '^  CC ' "$logf" >"$obj/.krepro-compiled"
+	return "$status"
+}
 
 build_flavour() {
 	local flavour=$1 img stamp
@@ -166,11 +209,7 @@ build_flavour() {
 	local t0 t1 logf=$img.build.log
 	t0=$(date +%s)
 	log "building the $flavour kernel (make -j$JOBS, log: $logf)"
-	# A fixed build identity keeps init/version.c (and ccache) stable across builds.
-	if ! make -C "$KREPRO_TREE" O="$OBJ" ARCH="$(kbuild_arch)" -j"$JOBS" \
-		CC="ccache gcc" KBUILD_BUILD_USER=krepro KBUILD_BUILD_HOST=krepro \
-		KBUILD_BUILD_TIMESTAMP="krepro $flavour" \
-		"$(basename "$(image_path_in_obj)")" >"$logf" 2>&1; then
+	if ! make_kernel "the $flavour kernel" "$KREPRO_TREE" "$OBJ" "$logf" "krepro $flavour"; then
 		grep -E 'error|Error' "$logf" | head -20 >&2
 		die "kernel build failed; see $logf"
 	fi
@@ -184,15 +223,19 @@ build_flavour() {
 	log "$flavour kernel built in $((t1 - t0)) s: $img"
 }
 
-cmd_build() {
-	# Builds hold the cache's machine lock exclusively; run-in-qemu.sh holds it
-	# shared while guests run: TCG guests stall beside a build (FINDINGS.md),
-	# and two builds on 2 cores only slow each other.
+# Builds hold the cache's machine lock exclusively; run-in-qemu.sh holds it
+# shared while guests run: TCG guests stall beside a build (FINDINGS.md),
+# and two builds on 2 cores only slow each other.
+machine_lock() {
 	exec 9>"$KREPRO_CACHE/machine.lock"
 	if ! flock -n 9; then
 		log "waiting for guests or another build to finish (lock: $KREPRO_CACHE/machine.lock)"
 		flock 9
 	fi
+}
+
+cmd_build() {
+	machine_lock
 	cmd_tree
 	local f
 	[ $# -gt 0 ] || set -- $KREPRO_FLAVOURS
@@ -281,11 +324,130 @@ cmd_stale() {
 	fi
 }
 
+# --- triage builds: the gate's series and a user's own tree ---
+
+# Apply PATCHes on BASE in a scratch index of TREE (nothing on disk changes);
+# on failure name the patch, the file and the hunk, and exit 2.
+cmd_check_series() {
+	local tree=$1 base=$2 idx p where file line hunk
+	shift 2
+	idx=$(mktemp)
+	trap 'rm -f "$idx" "$idx.lock" "$idx.err"; trap - RETURN' RETURN
+	GIT_INDEX_FILE=$idx git -C "$tree" read-tree "$base" || KREPRO_DIE_CODE=2 die "no commit '$base' in $tree"
+	for p in "$@"; do
+		[ -f "$p" ] || KREPRO_DIE_CODE=2 die "no such patch: $p"
+		if ! GIT_INDEX_FILE=$idx git -C "$tree" apply --cached "$(realpath "$p")" 2>"$idx.err"; then
+			sed 's/^/  /' "$idx.err" >&2
+			# "error: patch failed: FILE:LINE" names the hunk by its old start line.
+			where=$(sed -n 's/^error: patch failed: //p' "$idx.err" | head -1)
+			file=${where%:*} line=${where##*:}
+			hunk=
+			[ -n "$where" ] && hunk=$(awk -v f="$file" -v l="$line" '
+				/^diff --git / { in_f = ($3 == "a/" f) }
+				in_f && /^@@ / { split($2, a, ","); if (substr(a[1], 2) == l) { print; exit } }' "$p")
+			if [ -n "$where" ]; then
+				log "patch $p does not apply: $file, hunk ${hunk:-at line $line}"
+			else
+				log "patch $p does not apply: $(head -1 "$idx.err")"
+			fi
+			exit 2
+		fi
+	done
+}
+
+cmd_build_series() {
+	local name=$1 tree=$2 base=$3 img stamp obj strict p
+	shift 3
+	case $name in "" | unpatched | patched | */*) die "build-series: '$name' is not a name for a series image (flavour names are taken)" ;; esac
+	machine_lock
+	[ "$tree" != "$KREPRO_TREE" ] || cmd_tree
+	img=$(kernel_image "$name")
+	stamp=$({
+		git -C "$tree" rev-parse "$base^{commit}"
+		echo "$KREPRO_ARCH"
+		for p in "$@"; do sha256sum <"$p"; done
+		config_fragments | xargs sha256sum | cut -d' ' -f1
+	} | sha256sum | cut -d' ' -f1)
+	if [ -f "$img" ] && [ "$(cat "$img.stamp" 2>/dev/null)" = "$stamp" ]; then
+		log "$name kernel is up to date: $img"
+		return 0
+	fi
+	cmd_check_series "$tree" "$base" "$@"
+	git -C "$tree" am --abort >/dev/null 2>&1 || true
+	git -C "$tree" checkout -q -f -B "krepro-x-$name" "$base"
+	for p in "$@"; do
+		git -C "$tree" -c user.name=krepro -c user.email=krepro@localhost am -q --no-3way "$(realpath "$p")" ||
+			die "patch $p does not apply on $base (checked a moment ago?)"
+	done
+	# The cache tree shares the flavours' object directory (incremental); any
+	# other tree gets its own, and only warns about options its Kconfig lacks.
+	if [ "$tree" = "$KREPRO_TREE" ]; then
+		obj=$OBJ strict=1
+	else
+		obj=$KREPRO_CACHE/build/tree-$(realpath "$tree" | sha256sum | cut -c1-12) strict=0
+	fi
+	make_config "$tree" "$obj" "$strict"
+	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod
+	mkdir -p "$KREPRO_KERNELS"
+	local t0 t1 logf=$img.build.log
+	t0=$(date +%s)
+	log "building the $name kernel: $base + $# patches (make -j$JOBS, log: $logf)"
+	if ! make_kernel "the $name kernel" "$tree" "$obj" "$logf" "krepro $name"; then
+		grep -E 'error|Error' "$logf" | head -20 >&2
+		die "kernel build failed; see $logf"
+	fi
+	t1=$(date +%s)
+	cp "$obj/$(image_path_in_obj)" "$img"
+	cp "$obj/.config" "$img.config"
+	echo "$stamp" >"$img.stamp"
+	printf 'seconds=%s compiled=%s\n' "$((t1 - t0))" "$(grep -c '^  CC ' "$logf" || true)" >"$img.timing"
+	log "$name kernel built in $((t1 - t0)) s: $img"
+}
+
+# A user's tree, as it is on disk (committed or not), built with krepro's
+# fragments in an object directory of its own under the cache: nothing is
+# written into the tree. Prints the image path; its build log is in the object
+# directory. Exit 125 (git bisect's "skip") when it is no kernel tree or fails.
+cmd_build_tree() {
+	local src obj logf t0 t1
+	[ -d "${1:-}" ] || KREPRO_DIE_CODE=125 die "--tree ${1:-}: no such directory"
+	src=$(realpath "$1")
+	obj=$KREPRO_CACHE/build/tree-$(echo "$src" | sha256sum | cut -c1-12)
+	mkdir -p "$obj"
+	logf=$obj/krepro-build.log
+	if [ ! -f "$src/Makefile" ] || [ ! -d "$src/arch/$(kbuild_arch)" ] ||
+		[ ! -x "$src/scripts/kconfig/merge_config.sh" ]; then
+		echo "$src: no Makefile, arch/$(kbuild_arch)/ or scripts/kconfig/merge_config.sh: not a kernel tree" >"$logf"
+		KREPRO_DIE_CODE=125 die "$src is not a kernel tree (build log: $logf)"
+	fi
+	machine_lock
+	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod
+	if ! (make_config "$src" "$obj" 0) >"$logf" 2>&1; then
+		cat "$logf" >&2
+		KREPRO_DIE_CODE=125 die "configuring $src failed (build log: $logf)"
+	fi
+	cat "$logf" >&2
+	t0=$(date +%s)
+	log "building $src in $obj (make -j$JOBS, build log: $logf)"
+	if ! make_kernel "$src" "$src" "$obj" "$logf.make" "krepro tree"; then
+		cat "$logf.make" >>"$logf"
+		grep -E 'error|Error' "$logf.make" | head -20 >&2
+		KREPRO_DIE_CODE=125 die "building $src failed (build log: $logf)"
+	fi
+	cat "$logf.make" >>"$logf"
+	t1=$(date +%s)
+	log "built $src in $((t1 - t0)) s, $(grep -c '^  CC ' "$logf.make" || true) files compiled"
+	echo "$obj/$(image_path_in_obj)"
+}
+
 case ${1:-} in
 tree) cmd_tree ;;
+check-series) shift; cmd_check_series "$@" ;;
+build-series) shift; cmd_build_series "$@" ;;
+build-tree) cmd_build_tree "${2:-}" ;;
 stale) cmd_stale "${2:?flavour}" ;;
 series) cmd_series "${2:?flavour}" ;;
 build) shift; cmd_build "$@" ;;
 check-patches) cmd_check_patches ;;
-*) echo "usage: $0 tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | check-patches" >&2; exit 2 ;;
+*) echo "usage: $0 tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR" >&2; exit 2 ;;
 esac

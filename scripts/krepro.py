@@ -4,6 +4,7 @@
   krepro.py classify CONSOLE             print the kernel reports found, one per line
   krepro.py verdict RUNDIR KEY=VALUE...   decide one guest run's verdict (writes verdict.json)
   krepro.py report RESULTS [--expect]    matrix as Markdown, KTAP and JUnit XML
+  krepro.py gate RESULTS BASE SERIES      what changed from kernel BASE to SERIES
 
 The verdict rules are DESIGN.md's: a kernel report after the reproducer's
 start mark is FAIL with the report's title; one before it is BROKEN; a guest
@@ -13,6 +14,7 @@ is BROKEN; otherwise the reproducer's exit code decides.
 import json
 import os
 import re
+import statistics
 import sys
 from xml.sax.saxutils import escape, quoteattr
 
@@ -121,7 +123,7 @@ def ktap_evidence(ktap, verdict):
 
 RUN_FIELDS = {"repro": str, "kernel": str, "kernel_image": str, "run": int, "accel": str,
               "timeout": int, "timed_out": lambda v: v == "true", "qemu_status": int,
-              "seconds": lambda v: round(float(v), 1), "broken": str}
+              "seconds": lambda v: round(float(v), 1), "broken": str, "fix": str}
 
 
 def cmd_verdict(rundir, fields):
@@ -155,16 +157,94 @@ def read(path):
         return ""
 
 
-def load_runs(results):
+RUN_DIR = re.compile(r"^[A-Za-z0-9_-]+\.[^/]+\.[0-9]+$")
+
+
+def load_runs(results, missing=None):
+    """The runs with a verdict; what a run directory lacks goes to `missing`."""
     runs = []
+    missing = [] if missing is None else missing
     for d in sorted(os.listdir(results)):
-        p = os.path.join(results, d, "verdict.json")
-        if os.path.isfile(p):
+        path = os.path.join(results, d)
+        if not os.path.isdir(path) or not RUN_DIR.match(d):
+            continue
+        p = os.path.join(path, "verdict.json")
+        if not os.path.isfile(p):
+            missing.append(f"{d}: no verdict.json (the run was interrupted?): not in the matrix")
+            continue
+        try:
             with open(p) as f:
                 r = json.load(f)
-            r["dir"] = d
-            runs.append(r)
+            r["repro"], r["kernel"], r["verdict"]
+        except (ValueError, KeyError) as e:
+            missing.append(f"{d}: verdict.json unreadable ({e}): not in the matrix")
+            continue
+        r.setdefault("run", 0)
+        r.setdefault("evidence", "")
+        r["dir"] = d
+        for f in ("console.log", "ktap.txt"):
+            if not os.path.isfile(os.path.join(path, f)):
+                missing.append(f"{d}: no {f}")
+        runs.append(r)
     return runs
+
+
+def seconds_stats(rs):
+    """Time to verdict (QEMU start to exit) of the runs that have it: min/median/max."""
+    secs = [r["seconds"] for r in rs if isinstance(r.get("seconds"), (int, float))]
+    if not secs:
+        return "-"
+    return f"{min(secs):.1f}/{statistics.median(secs):.1f}/{max(secs):.1f}"
+
+
+def report_excerpt(results, run, lines=12):
+    """First lines of the kernel report behind a FAIL, or the reproducer's own
+    evidence when it was the program that said FAIL."""
+    console = read(os.path.join(results, run["dir"], "console.log")).splitlines()
+    reps = run.get("reports") or []
+    after = [r for r in reps if r.get("title") and run["evidence"].startswith(r["title"])]
+    if after and console:
+        start = after[0]["line"] - 1
+        return after[0]["title"], console[start:start + lines]
+    ktap = read(os.path.join(results, run["dir"], "ktap.txt")).splitlines()
+    picked = [l for l in ktap if l.startswith("# ") and "FAIL" in l][:lines]
+    if not picked:
+        picked = [l for l in ktap if l.startswith(("# ", "not ok"))][:lines]
+    return run["evidence"], picked
+
+
+def described_fix(repro):
+    """The fix a reproducer names (`--describe`), for runs that did not record
+    it: from the build next to this script, marked as such."""
+    import subprocess
+    exe = os.path.join(os.environ.get("KREPRO_BUILD", os.path.join(TOP, "build")), "repro", repro)
+    try:
+        out = subprocess.run([exe, "--describe"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    for line in out.splitlines():
+        if line.startswith("fix=") and line[4:]:
+            return line[4:] + " (from the reproducer as built now; the run did not record it)"
+    return ""
+
+
+def failure_sections(results, rows):
+    """Markdown: per row with a FAIL, the report title, its first lines and the fix."""
+    out = []
+    for (repro, kernel), rs in sorted(rows.items()):
+        fails = [r for r in rs if r["verdict"] == "FAIL"]
+        if not fails:
+            continue
+        first = fails[0]
+        title, excerpt = report_excerpt(results, first)
+        fix = first.get("fix") or described_fix(repro)
+        out += [f"### {repro} on {kernel}: FAIL in {len(fails)} of {len(rs)} runs", "",
+                f"- report: {title}",
+                f"- expected fix: {fix or 'unknown (not recorded in this run)'}",
+                f"- log: {first['dir']}/console.log", ""]
+        if excerpt:
+            out += ["```"] + excerpt + ["```", ""]
+    return out
 
 
 def expected(run):
@@ -173,17 +253,20 @@ def expected(run):
 
 
 def cmd_report(results, expect):
-    runs = load_runs(results)
+    missing = []
+    runs = load_runs(results, missing)
     if not runs:
         print(f"krepro: no runs under {results}", file=sys.stderr)
+        for m in missing:
+            print(f"krepro: {m}", file=sys.stderr)
         return 2
     rows = {}
     for r in runs:
         rows.setdefault((r["repro"], r["kernel"]), []).append(r)
     ok_all = True
     md = ["# krepro results", "",
-          "| reproducer | kernel | runs | verdicts | expected | evidence | log |",
-          "|---|---|---|---|---|---|---|"]
+          "| reproducer | kernel | runs | verdicts | seconds min/median/max | expected | evidence | log |",
+          "|---|---|---|---|---|---|---|---|"]
     for (repro, kernel), rs in sorted(rows.items()):
         counts = {v: sum(1 for r in rs if r["verdict"] == v) for v in VERDICTS}
         want = expected(rs[0])
@@ -191,13 +274,21 @@ def cmd_report(results, expect):
         if expect and not good:
             ok_all = False
         first = next((r for r in rs if r["verdict"] != want), rs[0])
-        summary = ", ".join(f"{v} {c}" for v, c in counts.items() if c)
+        # FAIL, PASS and BROKEN always (the rates); SKIP when there is one.
+        summary = ", ".join(f"{v} {counts[v]}" for v in ("FAIL", "PASS", "BROKEN", "SKIP")
+                            if counts[v] or v != "SKIP")
         mark = "" if want is None else (" ok" if good else " **UNEXPECTED**")
-        md.append(f"| {repro} | {kernel} | {len(rs)} | {summary} | {want or '-'}{mark} | "
-                  f"{md_cell(first['evidence'])} | {first['dir']}/console.log |")
+        md.append(f"| {repro} | {kernel} | {len(rs)} | {summary} | {seconds_stats(rs)} | "
+                  f"{want or '-'}{mark} | {md_cell(first['evidence'])} | {first['dir']}/console.log |")
     secs = [r.get("seconds", 0) for r in runs]
     md += ["", f"{len(runs)} guest runs, {sum(secs):.0f} s in all"
-           f" ({min(secs):.1f}-{max(secs):.1f} s each).", ""]
+           f" ({min(secs):.1f}-{max(secs):.1f} s each). Seconds: time to verdict,"
+           " QEMU start to exit.", ""]
+    fail_md = failure_sections(results, rows)
+    if fail_md:
+        md += ["## Failures", ""] + fail_md
+    if missing:
+        md += ["## Missing from this directory", ""] + [f"- {m}" for m in missing] + [""]
     write(os.path.join(results, "summary.md"), "\n".join(md))
 
     ktap = ["KTAP version 1", f"1..{len(runs)}"]
@@ -234,10 +325,71 @@ def cmd_report(results, expect):
     write(os.path.join(results, "junit.xml"), "\n".join(x) + "\n")
     print("\n".join(md))
     print(f"written: {results}/summary.md, results.ktap, junit.xml")
+    if missing:
+        print(f"krepro: {results} is incomplete: {len(missing)} item(s) missing, listed above",
+              file=sys.stderr)
     if expect:
         print("matrix: " + ("every row as expected" if ok_all else "UNEXPECTED rows above"))
         return 0 if ok_all else 1
     return bisect_status(r["verdict"] for r in runs)
+
+
+def row_verdict(rs):
+    """One verdict for a reproducer on a kernel over its runs: any FAIL is FAIL
+    (a racy bug seen once is there); otherwise all PASS is PASS; else the
+    undecided verdict seen."""
+    vs = [r["verdict"] for r in rs]
+    if "FAIL" in vs:
+        return "FAIL"
+    if vs and all(v == "PASS" for v in vs):
+        return "PASS"
+    return "BROKEN" if "BROKEN" in vs else "SKIP"
+
+
+def cmd_gate(results, base, series):
+    """Compare verdicts on kernel `base` and `series`: regressions (PASS->FAIL),
+    fixes (FAIL->PASS), unchanged, undecided. Exit 1 on any regression, else
+    125 when a row could not be decided, else 0."""
+    missing = []
+    runs = load_runs(results, missing)
+    by = {}
+    for r in runs:
+        by.setdefault(r["repro"], {}).setdefault(r["kernel"], []).append(r)
+    groups = {"regression": [], "fix": [], "unchanged": [], "undecided": []}
+    lines = []
+    for repro in sorted(by):
+        b = by[repro].get(base, [])
+        s = by[repro].get(series, [])
+        vb = row_verdict(b) if b else "MISSING"
+        vs = row_verdict(s) if s else "MISSING"
+        if vb == "PASS" and vs == "FAIL":
+            kind = "regression"
+        elif vb == "FAIL" and vs == "PASS":
+            kind = "fix"
+        elif vb == vs and vb in ("PASS", "FAIL", "SKIP"):
+            kind = "unchanged"
+        else:
+            kind = "undecided"
+        ev = next((r for r in s if r["verdict"] == vs), None) if kind != "unchanged" else None
+        groups[kind].append(repro)
+        lines.append(f"| {repro} | {vb} | {vs} | {kind} | "
+                     f"{md_cell(ev['evidence']) + ' (' + ev['dir'] + '/console.log)' if ev else ''} |")
+    md = [f"# krepro gate: {base} -> {series}", "",
+          f"| reproducer | {base} | {series} | change | evidence on {series} |",
+          "|---|---|---|---|---|"] + lines + [""]
+    for kind, title in (("regression", "REGRESSIONS (PASS->FAIL: the series broke these)"),
+                        ("fix", "FIXES (FAIL->PASS: the series cures these)"),
+                        ("unchanged", "unchanged"),
+                        ("undecided", "undecided (BROKEN, SKIP or missing on one side)")):
+        md.append(f"- {title}: {', '.join(groups[kind]) if groups[kind] else 'none'}")
+    for m in missing:
+        md.append(f"- missing: {m}")
+    write(os.path.join(results, "gate.md"), "\n".join(md) + "\n")
+    print("\n".join(md))
+    print(f"written: {results}/gate.md")
+    if groups["regression"]:
+        return 1
+    return 125 if groups["undecided"] else 0
 
 
 def bisect_status(verdicts):
@@ -270,6 +422,8 @@ def main(argv):
         return cmd_verdict(argv[1], argv[2:])
     if len(argv) >= 2 and argv[0] == "report":
         return cmd_report(argv[1], "--expect" in argv[2:])
+    if len(argv) == 4 and argv[0] == "gate":
+        return cmd_gate(argv[1], argv[2], argv[3])
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -38,6 +38,63 @@ check 2 "--repeat 0" "$run" --repeat 0 xfs-nowait-dio
 check 2 "--timeout abc" "$run" --timeout abc xfs-nowait-dio
 check 2 "--accel bogus" "$run" --accel bogus xfs-nowait-dio
 check 2 "--kernel without value" "$run" --kernel
+check 2 "--repeat abc" "$run" --repeat abc xfs-nowait-dio
+contains "--repeat abc is explained" "--repeat wants a positive number, not 'abc'"
+check 2 "--repeat -1" "$run" --repeat -1 xfs-nowait-dio
+check 2 "--tree without value" "$run" --tree
+check 2 "--report without value" "$run" --report
+check 2 "--report of a missing directory" "$run" --report /nonexistent/run
+contains "missing report dir is named" "/nonexistent/run: no such directory"
+check 0 "--help documents --tree and --report" "$run" --help
+contains "--help names --tree" "--tree DIR"
+contains "--help names --report" "--report DIR"
+contains "--help shows git bisect run" "git bisect run"
+
+# --tree on what is not a kernel tree: 125 (git bisect's skip) and the log path.
+# A scratch cache, so nothing lands in the real one.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$scratch/not-a-kernel"
+echo hello >"$scratch/not-a-kernel/README"
+check 125 "--tree not a kernel tree" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$scratch/not-a-kernel" xfs-nowait-dio
+contains "not a kernel tree is said" "is not a kernel tree"
+contains "--tree failure names the build log" "build log: $scratch/cache/build/tree-"
+log=$(grep -o "build log: [^)]*" <<<"$LAST" | cut -d' ' -f3)
+if [ -f "$log" ] && grep -q "not a kernel tree" "$log"; then pass=$((pass + 1)); echo "ok - the named build log exists and says why"
+else fail=$((fail + 1)); echo "not ok - the named build log exists and says why: '$log'"; fi
+# A tree whose config step fails, and one whose build fails: 125 and the log.
+for what in config build; do
+	t=$scratch/fake-$what
+	mkdir -p "$t/arch/x86" "$t/scripts/kconfig"
+	if [ $what = config ]; then
+		printf '#!/bin/sh\necho "merge_config: no such fragment" >&2\nexit 1\n' >"$t/scripts/kconfig/merge_config.sh"
+	else
+		# Writes .config with every requested option, as the real one would.
+		printf '#!/bin/sh\n[ "$1" = -n ] && shift; [ "$1" = -O ] && obj=$2 && shift 2; cat "$@" >"$obj/.config"\n' \
+			>"$t/scripts/kconfig/merge_config.sh"
+	fi
+	chmod +x "$t/scripts/kconfig/merge_config.sh"
+	printf 'bzImage:\n\t@echo "error: this tree does not build"; exit 1\n' >"$t/Makefile"
+	check 125 "--tree whose $what fails" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$t" xfs-nowait-dio
+	contains "--tree $what failure names the build log" "(build log: $scratch/cache/build/tree-"
+done
+contains "the build's own error is shown" "error: this tree does not build"
+check 125 "--tree missing directory" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$scratch/nope" xfs-nowait-dio
+check 2 "--tree with an unknown reproducer: usage first, no build" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$scratch/not-a-kernel" no-such-bug
+
+# --report on a directory with no runs: says so, exit 2; on an incomplete one
+# it renders what is there (report rendering itself: tests/test_reports.py).
+mkdir -p "$scratch/empty-run"
+check 2 "--report of a run directory without runs" "$run" --report "$scratch/empty-run"
+contains "empty run dir is explained" "no runs under"
+mkdir -p "$scratch/run/r.patched.1" "$scratch/run/r.patched.2"
+cat >"$scratch/run/r.patched.1/verdict.json" <<'JSON'
+{"repro": "r", "kernel": "patched", "run": 1, "verdict": "PASS", "evidence": "exit 0", "seconds": 5.0}
+JSON
+check 0 "--report of an incomplete run renders it" "$run" --report "$scratch/run"
+contains "the matrix row is there" "| r | patched | 1 | FAIL 0, PASS 1, BROKEN 0 |"
+contains "the interrupted run is named" "r.patched.2: no verdict.json"
+contains "the missing console log is named" "r.patched.1: no console.log"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -111,7 +111,7 @@ class Reports(unittest.TestCase):
         self.assertEqual(krepro.cmd_report(self.dir, expect=True), 0)
         with open(os.path.join(self.dir, "summary.md")) as f:
             md = f.read()
-        self.assertIn("| r | unpatched | 1 | FAIL 1 | FAIL ok |", md)
+        self.assertIn("| r | unpatched | 1 | FAIL 1, PASS 0, BROKEN 0 | 4.2/4.2/4.2 | FAIL ok |", md)
         self.assertIn("r.unpatched.1/console.log", md)
         root = ET.parse(os.path.join(self.dir, "junit.xml")).getroot()
         self.assertEqual(root.get("tests"), "2")
@@ -128,6 +128,133 @@ class Reports(unittest.TestCase):
         self.assertEqual(krepro.cmd_report(self.dir, expect=False), 0)
         with open(os.path.join(self.dir, "r.unpatched.1", "verdict.json")) as f:
             self.assertEqual(json.load(f)["verdict"], "PASS")
+
+
+class Rendering(unittest.TestCase):
+    """Failure details, rates, incomplete directories, the gate's comparison."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def add(self, repro, kernel, n, console, ktap="", secs="5.0", fix="abc123 (\"x: fix it\")"):
+        d = os.path.join(self.dir, f"{repro}.{kernel}.{n}")
+        os.makedirs(d)
+        with open(os.path.join(d, "console.log"), "w") as f:
+            f.write(console)
+        with open(os.path.join(d, "ktap.txt"), "w") as f:
+            f.write(ktap)
+        krepro.cmd_verdict(d, [f"repro={repro}", f"kernel={kernel}", f"run={n}", "timed_out=false",
+                               "qemu_status=0", f"seconds={secs}", f"fix={fix}"])
+        return d
+
+    def summary(self):
+        with open(os.path.join(self.dir, "summary.md")) as f:
+            return f.read()
+
+    def test_kernel_report_failure_details(self):
+        self.add("tcmu-uio-rmdir", "unpatched", 1, golden("real-tcmu-uio-rmdir-unpatched.log"))
+        krepro.cmd_report(self.dir, expect=False)
+        md = self.summary()
+        self.assertIn("### tcmu-uio-rmdir on unpatched: FAIL in 1 of 1 runs", md)
+        self.assertIn("- report: KASAN: use-after-free in uio_unregister_device", md)
+        self.assertIn('- expected fix: abc123 ("x: fix it")', md)
+        # The excerpt starts at the report's own line in the console.
+        excerpt = md.split("```")[1].strip().splitlines()
+        self.assertIn("BUG: KASAN: use-after-free in uio_unregister_device", excerpt[0])
+        self.assertGreater(len(excerpt), 5)
+
+    def test_reproducer_failure_details(self):
+        boot = BOOT.replace(" x", " r")
+        ktap = "KTAP version 1\n1..1\n# pwritev2: FAIL: block 0 byte 0 reads 0x42\nnot ok 1 pwritev2\n"
+        self.add("r", "unpatched", 1, boot + "[ 3.0] krepro-init: result name=r exit=1\n", ktap)
+        krepro.cmd_report(self.dir, expect=False)
+        md = self.summary()
+        self.assertIn("- report: pwritev2: FAIL: block 0 byte 0 reads 0x42", md)
+        self.assertIn("```\n# pwritev2: FAIL: block 0 byte 0 reads 0x42\n```", md)
+
+    def test_rates_and_times_over_repeats(self):
+        boot = BOOT.replace(" x", " r")
+        for n, (code, secs) in enumerate(((1, "7.0"), (0, "5.0"), (1, "9.5"), (2, "6.0")), 1):
+            self.add("r", "unpatched", n, boot + f"[ 3.0] krepro-init: result name=r exit={code}\n",
+                     secs=secs)
+        self.assertEqual(krepro.cmd_report(self.dir, expect=True), 1)
+        self.assertIn("| r | unpatched | 4 | FAIL 2, PASS 1, BROKEN 1 | 5.0/6.5/9.5 | FAIL **UNEXPECTED** |",
+                      self.summary())
+        self.assertIn("FAIL in 2 of 4 runs", self.summary())
+
+    def test_incomplete_directory(self):
+        boot = BOOT.replace(" x", " r")
+        d = self.add("r", "patched", 1, boot + "[ 3.0] krepro-init: result name=r exit=0\n")
+        os.remove(os.path.join(d, "ktap.txt"))
+        os.makedirs(os.path.join(self.dir, "r.patched.2"))          # interrupted run
+        with open(os.path.join(self.dir, "r.patched.3.bad"), "w"):   # not a run dir
+            pass
+        os.makedirs(os.path.join(self.dir, "r.unpatched.1"))
+        with open(os.path.join(self.dir, "r.unpatched.1", "verdict.json"), "w") as f:
+            f.write("{not json")
+        self.assertEqual(krepro.cmd_report(self.dir, expect=False), 0)
+        md = self.summary()
+        self.assertIn("| r | patched | 1 | FAIL 0, PASS 1, BROKEN 0 |", md)
+        self.assertIn("## Missing from this directory", md)
+        self.assertIn("- r.patched.1: no ktap.txt", md)
+        self.assertIn("- r.patched.2: no verdict.json", md)
+        self.assertIn("- r.unpatched.1: verdict.json unreadable", md)
+        self.assertTrue(os.path.isfile(os.path.join(self.dir, "junit.xml")))
+
+    def test_rerender_is_stable(self):
+        boot = BOOT.replace(" x", " r")
+        self.add("r", "unpatched", 1, boot + "[ 3.0] krepro-init: result name=r exit=1\n")
+        krepro.cmd_report(self.dir, expect=False)
+        first = self.summary()
+        os.remove(os.path.join(self.dir, "summary.md"))
+        krepro.cmd_report(self.dir, expect=False)
+        self.assertEqual(first, self.summary())
+
+    def gate_run(self, repro, base_codes, series_codes):
+        boot = BOOT.replace(" x", f" {repro}")
+        for kernel, codes in (("base", base_codes), ("base+series", series_codes)):
+            for n, code in enumerate(codes, 1):
+                self.add(repro, kernel, n, boot + f"[ 3.0] krepro-init: result name={repro} exit={code}\n")
+
+    def gate_md(self):
+        with open(os.path.join(self.dir, "gate.md")) as f:
+            return f.read()
+
+    def test_gate_regression(self):
+        self.gate_run("a", [0, 0], [0, 1])      # one FAIL in two runs is a FAIL
+        self.gate_run("b", [1], [0])
+        self.gate_run("c", [0], [0])
+        self.assertEqual(krepro.cmd_gate(self.dir, "base", "base+series"), 1)
+        md = self.gate_md()
+        self.assertIn("| a | PASS | FAIL | regression |", md)
+        self.assertIn("| b | FAIL | PASS | fix |", md)
+        self.assertIn("| c | PASS | PASS | unchanged |", md)
+        self.assertIn("- REGRESSIONS (PASS->FAIL: the series broke these): a", md)
+        self.assertIn("- FIXES (FAIL->PASS: the series cures these): b", md)
+
+    def test_gate_fixes_only(self):
+        self.gate_run("b", [1], [0])
+        self.gate_run("s", [4], [4])            # SKIP both sides: unchanged
+        self.assertEqual(krepro.cmd_gate(self.dir, "base", "base+series"), 0)
+        self.assertIn("| s | SKIP | SKIP | unchanged |", self.gate_md())
+
+    def test_gate_undecided(self):
+        self.gate_run("a", [0], [2])
+        self.gate_run("m", [0], [])             # never ran on the series kernel
+        self.assertEqual(krepro.cmd_gate(self.dir, "base", "base+series"), 125)
+        md = self.gate_md()
+        self.assertIn("| a | PASS | BROKEN | undecided |", md)
+        self.assertIn("| m | PASS | MISSING | undecided |", md)
+
+    def test_row_verdict(self):
+        v = lambda *vs: krepro.row_verdict([{"verdict": x} for x in vs])
+        self.assertEqual(v("PASS", "FAIL", "BROKEN"), "FAIL")
+        self.assertEqual(v("PASS", "PASS"), "PASS")
+        self.assertEqual(v("PASS", "BROKEN"), "BROKEN")
+        self.assertEqual(v("SKIP"), "SKIP")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The stable-candidate gate: build BASE and BASE+SERIES, run every reproducer on
+# both, and name what changed.
+#
+# usage: gate.sh [--base B] [--repeat N] [--results DIR] [--repros "a b"] SERIES...
+#
+#   SERIES          patch files (git format-patch mails), or directories whose
+#                   *.patch files are taken in name order; applied in the order given
+#   --base B        unpatched | patched (krepro's flavours; default patched) | PATH
+#                   to a git kernel tree (its HEAD commit; the tree is not touched:
+#                   the gate works in a clone under the cache)
+#   --repeat N      guests per reproducer and kernel (default 1); a row is FAIL
+#                   when any of its runs failed
+#   --repros "a b"  reproducers to run (default: all, run-in-qemu.sh --list)
+#   --results DIR   run directory (default results/gate-<time>)
+#
+# Prints the reproducers that went PASS->FAIL (regressions), FAIL->PASS (fixes),
+# unchanged, and undecided (BROKEN or SKIP on one side); writes gate.md and the
+# usual reports into the run directory.
+#
+# Exit status: 0 no regression, 1 a regression, 2 bad input (a series patch
+# that does not apply: the patch and hunk are named, nothing is built),
+# 125 no regression but a row undecided.
+set -uo pipefail
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+. "$TOP/scripts/common.sh"
+KREPRO_DIE_CODE=2
+KERNELS=$TOP/scripts/kernels.sh
+
+usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; }
+
+base=patched repeat=1 results= repros= items=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--base) [ $# -ge 2 ] || die "--base needs a value"; base=$2; shift ;;
+	--repeat) [ $# -ge 2 ] || die "--repeat needs a value"; repeat=$2; shift ;;
+	--results) [ $# -ge 2 ] || die "--results needs a value"; results=$2; shift ;;
+	--repros) [ $# -ge 2 ] || die "--repros needs a value"; repros=$2; shift ;;
+	-h | --help) usage; exit 0 ;;
+	-*) die "unknown option $1 (see --help)" ;;
+	*) items+=("$1") ;;
+	esac
+	shift
+done
+[ ${#items[@]} -gt 0 ] || { usage >&2; die "no SERIES given (patch files or directories)"; }
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || die "--repeat wants a positive number, not '$repeat'"
+
+patches=()
+for it in "${items[@]}"; do
+	if [ -d "$it" ]; then
+		mapfile -t found < <(find "$it" -maxdepth 1 -name '*.patch' -type f | LC_ALL=C sort)
+		[ ${#found[@]} -gt 0 ] || die "SERIES directory $it holds no *.patch files"
+		patches+=("${found[@]}")
+	elif [ -f "$it" ]; then
+		patches+=("$it")
+	else
+		die "SERIES: no such patch file or directory: $it"
+	fi
+done
+for i in "${!patches[@]}"; do patches[i]=$(realpath "${patches[$i]}"); done
+
+if [ -z "$repros" ]; then repros=$("$TOP/run-in-qemu.sh" --list); fi
+# shellcheck disable=SC2206
+repro_list=($repros)
+
+# The base: a flavour's series on the cache tree, or a user's tree at HEAD,
+# fetched into a clone of the gate's own so their checkout stays as it is.
+base_patches=()
+case $base in
+unpatched | patched)
+	KREPRO_DIE_CODE=2 "$KERNELS" tree || exit 2
+	tree=$KREPRO_TREE ref=pristine name=$base
+	mapfile -t base_patches < <("$KERNELS" series "$base")
+	;;
+*)
+	[ -d "$base" ] && git -C "$base" rev-parse -q --verify HEAD >/dev/null 2>&1 ||
+		die "--base $base: not unpatched, patched or a git kernel tree"
+	src=$(realpath "$base")
+	[ -z "$(git -C "$src" status --porcelain --untracked-files=no)" ] ||
+		log "warning: $src has uncommitted changes: the gate builds its HEAD commit only"
+	tree=$KREPRO_CACHE/gate/trees/$(echo "$src" | sha256sum | cut -c1-12)
+	if [ ! -d "$tree/.git" ]; then
+		log "cloning $src into $tree (shared objects, nothing written to $src)"
+		git clone -q --shared --no-checkout "$src" "$tree" || die "cannot clone $src"
+	fi
+	ref=$(git -C "$src" rev-parse HEAD)
+	git -C "$tree" fetch -q "$src" "$ref" 2>/dev/null || git -C "$tree" fetch -q "$src" HEAD ||
+		die "cannot fetch $ref from $src"
+	name=tree
+	;;
+esac
+
+# Bad input before anything is built or checked out: the series must apply.
+log "checking that ${#patches[@]} patch(es) apply on $base"
+"$KERNELS" check-series "$tree" "$ref" "${base_patches[@]}" "${patches[@]}" || exit 2
+
+if [ -z "$results" ]; then
+	results=$TOP/results/gate-$(date +%Y%m%d-%H%M%S)
+	[ -e "$results" ] && results=$results-$$
+fi
+mkdir -p "$results/kernels" || die "cannot create $results"
+results=$(realpath "$results")
+printf '%s\n' "${patches[@]}" >"$results/series.txt"
+
+# The gate's images live apart from the flavours' (never overwritten by it);
+# the cache tree's object directory is shared, so a build is incremental.
+export KREPRO_KERNELS=$KREPRO_CACHE/gate/kernels
+t0=$(date +%s)
+log "building BASE ($base)"
+KREPRO_DIE_CODE=125 "$KERNELS" build-series "gate-$name" "$tree" "$ref" "${base_patches[@]}" || exit 125
+log "building BASE+SERIES ($base + ${#patches[@]} patch(es))"
+KREPRO_DIE_CODE=125 "$KERNELS" build-series "gate-$name-series" "$tree" "$ref" "${base_patches[@]}" "${patches[@]}" || exit 125
+ln -sfn "$(kernel_image "gate-$name")" "$results/kernels/base"
+ln -sfn "$(kernel_image "gate-$name-series")" "$results/kernels/base+series"
+log "kernels built in $(($(date +%s) - t0)) s; running ${#repro_list[@]} reproducer(s) on both"
+unset KREPRO_KERNELS
+
+"$TOP/run-in-qemu.sh" --results "$results" --repeat "$repeat" \
+	--kernel "$results/kernels/base" --kernel "$results/kernels/base+series" "${repro_list[@]}"
+status=$?
+[ "$status" = 2 ] && die "run-in-qemu.sh refused its arguments (see above)"
+echo
+python3 "$TOP/scripts/krepro.py" gate "$results" base base+series
