@@ -14,7 +14,9 @@
 #   --expect        judge against the matrix: FAIL on unpatched, PASS on patched
 #   --keep          after the reproducer, keep the guest up with a shell on this
 #                   terminal instead of powering off (for triage by hand)
-#   --list          list the reproducers
+#   --list          list the reproducers of the matrix (make repro-all, CI): all
+#                   but those whose directory holds a file named not-in-matrix
+#                   (long sweeps; run them by name)
 #
 # One guest per reproducer run. The serial console (kernel log) goes to
 # console.log and the reproducer's KTAP to ktap.txt in the run's directory;
@@ -52,7 +54,11 @@ while [ $# -gt 0 ]; do
 	--results) [ $# -ge 2 ] || die "--results needs a value"; results=$2; shift ;;
 	--expect) expect=1 ;;
 	--keep) keep=1 ;;
-	--list) known_repros; exit 0 ;;
+	--list)
+		for r in $(known_repros); do
+			[ -e "$TOP/repro/$r/not-in-matrix" ] || echo "$r"
+		done
+		exit 0 ;;
 	-h | --help) usage; exit 0 ;;
 	-*) echo "run-in-qemu.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	*) repros+=("$1") ;;
