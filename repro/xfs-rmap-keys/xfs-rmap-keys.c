@@ -292,6 +292,7 @@ static int unfinished_rmap_intent(const char *img)
  */
 static int make_dirty_image(const struct stale_key *sk)
 {
+	struct stale_key stale;
 	double took;
 
 	unlink(ATTEMPT);
@@ -314,8 +315,17 @@ static int make_dirty_image(const struct stale_key *sk)
 		krepro_info("attempt %d: shut down %.2f ms after the punch began: %s", i + 1,
 			    delay * 1e3, found ? "the log holds an unfinished RUI" :
 			    "no unfinished RUI");
+		if (!found)
+			continue;
+		/* Recovery must meet the stale key: the rmapbt on disk is still
+		 * the one before the punch. */
+		attach(ATTEMPT, 0, "attempt");
+		found = !find_stale_key(loopdev, &stale);
+		detach();
 		if (found)
 			return i + 1;
+		krepro_info("attempt %d: but the rmapbt on disk no longer has the stale key",
+			    i + 1);
 	}
 	return 0;
 }
@@ -337,8 +347,6 @@ static void prepare(void)
 	if (!attempts)
 		krepro_broken("no log with an unfinished rmap intent in %d attempts", ATTEMPTS);
 	attach(ATTEMPT, 0, "attempt");
-	krepro_info("dirty image: root key %s still stale on disk",
-		    find_stale_key(loopdev, &sk) ? "NOT" : "is");
 	krepro_xfs_repair_n(loopdev, "of the dirty image (log not replayed)", false);
 	detach();
 	krepro_copy_nonzero(ATTEMPT, 0, DISK, R_DIRTY * REGION, REGION);
