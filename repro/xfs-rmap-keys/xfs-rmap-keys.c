@@ -309,7 +309,7 @@ static int make_dirty_image(const struct stale_key *sk)
 		unlink(ATTEMPT);
 		krepro_copy_nonzero(PRISTINE, 0, ATTEMPT, 0, REGION);
 		attach(ATTEMPT, 0, "attempt");
-		took = punch_and_go_down(sk->block, delay);
+		punch_and_go_down(sk->block, delay);
 		detach();
 		found = unfinished_rmap_intent(ATTEMPT);
 		krepro_info("attempt %d: shut down %.2f ms after the punch began: %s", i + 1,
