@@ -465,6 +465,15 @@ static void run_write(void)
 		return;
 	}
 	krepro_info("O_DIRECT writes: %s", steps);
+	must_umount();
+	{
+		struct stale_key after;
+
+		krepro_info("after the writes root key %u is %s", target.index,
+			    find_stale_key(loopdev, &after) ? "no longer stale: writing in its leaf "
+			    "rewrote the leaf's keys" : "still stale");
+	}
+	must_mount();
 	case_finish("writing the unwritten blocks next to the stale key's record");
 }
 
@@ -479,39 +488,40 @@ static int clone_range(int dst, off_t dst_off, int src, off_t src_off)
 }
 
 /*
- * Reflink through the affected leaf: share block B into a new file (a new
- * rmap record next to B's), then clone a donor block over file block B (the
- * remap unmaps f's mapping of B: the lookup goes through the stale key).
+ * Reflink onto the affected record: clone a written block of the same file
+ * from far away (block 0, written here first; its record lives in the first
+ * leaves) over file block B. The remap unmaps f's mapping of B first (f is
+ * now a reflink inode: xfs_rmap_unmap_shared), and that lookup goes through
+ * the stale key. Nothing may touch B's leaf before: any insert or update
+ * there rewrites the leaf's keys and heals the stale bit (see the write case).
  */
 static void run_reflink(void)
 {
 	void *buf = krepro_dio_buf(BLK, 'd');
-	int f, g, d, share, share_err, over, over_err, sync, sync_err;
+	int fd, dio, over, over_err, sync, sync_err;
 
 	case_setup(R_REFLINK, "reflink");
-	f = open_in("f", O_RDWR);
-	g = open_in("g", O_CREAT | O_RDWR);
-	d = open_in("donor", O_CREAT | O_RDWR);
-	if (SAFE(pwrite(d, buf, BLK, 0)) != BLK)
-		krepro_broken("short write to the donor file");
-	SAFE(fsync(d));
-	share = clone_range(g, 0, f, (off_t)target.block * BLK);
-	share_err = errno;
-	over = clone_range(f, (off_t)target.block * BLK, d, 0);
-	over_err = errno;
-	sync = fsync(f);
-	sync_err = errno;
-	close(f), close(g), close(d);
+	dio = open_in("f", O_RDWR | O_DIRECT);
+	if (SAFE(pwrite(dio, buf, BLK, 0)) != BLK)
+		krepro_broken("short write to file block 0");
+	SAFE(fsync(dio));
+	close(dio);
 	free(buf);
-	if (share < 0 || over < 0 || sync < 0) {
-		krepro_fail("FICLONERANGE file block %llu into a new file: %s; a donor block "
-			    "over it: %s; fsync %s, on a filesystem xfs_repair -n called clean",
-			    (unsigned long long)target.block, res(share, share_err),
-			    res(over, over_err), res(sync, sync_err));
+	fd = open_in("f", O_RDWR);
+	over = clone_range(fd, (off_t)target.block * BLK, fd, 0);
+	over_err = errno;
+	sync = fsync(fd);
+	sync_err = errno;
+	close(fd);
+	if (over < 0 || sync < 0) {
+		krepro_fail("FICLONERANGE of file block 0 over file block %llu: %s; fsync %s, on a "
+			    "filesystem xfs_repair -n called clean",
+			    (unsigned long long)target.block, res(over, over_err),
+			    res(sync, sync_err));
 		case_abandon();
 		return;
 	}
-	case_finish("sharing the stale key's block and cloning over it");
+	case_finish("cloning file block 0 over the stale key's block");
 }
 
 /*
