@@ -90,8 +90,11 @@ static void find_target(unsigned int key, struct target *t)
 	for (unsigned int i = 0; i < nrecs && n < 3; i++) {
 		const unsigned char *r = leaf + KREPRO_XFS_BB_HDR + i * KREPRO_RMAP_REC;
 
-		if (krepro_be64(r + 8) == file_ino)
-			t->block[n++] = krepro_be64(r + 16) & ~KREPRO_RMAP_FLAGS;
+		uint64_t off = krepro_be64(r + 16);
+
+		/* Data fork extents only: the file's bmbt blocks have records too. */
+		if (krepro_be64(r + 8) == file_ino && !(off & (3ULL << 62)))
+			t->block[n++] = off & ~KREPRO_RMAP_FLAGS;
 	}
 	if (n < 3)
 		krepro_broken("the leaf under keys[%u] maps %u blocks of the file, want 3", key, n);
@@ -136,7 +139,8 @@ static void random_value(const char *field, unsigned int key, char *buf, size_t 
 	if (!strncmp(field, "startblock", 10))
 		snprintf(buf, size, "%llu", (unsigned long long)(v & 0xffffffffULL));
 	else if (!strncmp(field, "owner", 5))
-		snprintf(buf, size, "%lld", (long long)v);	/* xfs_db parses it signed */
+		/* Positive: xfs_db parses it signed and takes "-..." for an option. */
+		snprintf(buf, size, "%lld", (long long)(v >> 1));
 	else if (!strncmp(field, "offset", 6))
 		snprintf(buf, size, "%llu", (unsigned long long)(v & ((1ULL << 54) - 1)));
 	else
