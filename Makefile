@@ -8,16 +8,17 @@
 #   make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH]
 #                    run every reproducer on BASE and BASE+SERIES; name what changed
 #   make report DIR=results/<run>   re-render a past run's reports, boots nothing
+#   make sweeps      run the long robustness sweeps (not-in-matrix) once per flavour
 #
 # Variables: REPEAT (guest runs per reproducer and flavour, default 10),
-# REPROS (default: all), KREPRO_CACHE (kernel tree, objects, images, ccache).
+# REPROS (default: all but the sweeps), KREPRO_CACHE (kernel tree, objects, images, ccache).
 
 BUILD   ?= build
 REPEAT  ?= 10
 REPROS  ?= $(shell ./run-in-qemu.sh --list)
 CMAKE_STAMP := $(BUILD)/CMakeCache.txt
 
-.PHONY: all deps build guest kernels repro-all test unit check-patches gate report clean
+.PHONY: all deps build guest kernels repro-all sweeps test unit check-patches gate report clean
 
 all: build
 
@@ -45,6 +46,11 @@ unit: build
 
 repro-all: kernels guest
 	@./run-in-qemu.sh --kernel unpatched --kernel patched --repeat $(REPEAT) --expect $(REPROS)
+
+# A sweep passes on both flavours unless a kernel crashes: no --expect.
+SWEEPS  ?= $(notdir $(patsubst %/not-in-matrix,%,$(wildcard repro/*/not-in-matrix)))
+sweeps: kernels guest
+	@./run-in-qemu.sh --kernel unpatched --kernel patched $(SWEEPS)
 
 # check-patches first: it fetches the kernel tree the patch-error unit test uses.
 test: deps

@@ -21,7 +21,9 @@
 #   --expect        judge against the matrix: FAIL on unpatched, PASS on patched
 #   --keep          after the reproducer, keep the guest up with a shell on this
 #                   terminal instead of powering off (for triage by hand)
-#   --list          list the reproducers
+#   --list          list the reproducers of the matrix (make repro-all, CI): all
+#                   but those whose directory holds a file named not-in-matrix
+#                   (long sweeps; run them by name)
 #   --report DIR    re-render a past run's directory (matrix, KTAP, JUnit, failure
 #                   details) from what it holds; boots nothing
 #
@@ -65,7 +67,11 @@ while [ $# -gt 0 ]; do
 	--results) [ $# -ge 2 ] || die "--results needs a value"; results=$2; shift ;;
 	--expect) expect=1 ;;
 	--keep) keep=1 ;;
-	--list) known_repros; exit 0 ;;
+	--list)
+		for r in $(known_repros); do
+			[ -e "$TOP/repro/$r/not-in-matrix" ] || echo "$r"
+		done
+		exit 0 ;;
 	-h | --help) usage; exit 0 ;;
 	-*) echo "run-in-qemu.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	*) repros+=("$1") ;;

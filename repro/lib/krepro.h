@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Exit codes and verdicts (DESIGN.md). */
@@ -85,6 +86,9 @@ double krepro_elapsed(void);
 /* Run argv[0] (searched in PATH) and wait; output goes to our stdout as "# "
  * lines. Returns the exit status, or -1 if it could not be run. */
 int krepro_run_cmd(const char *const argv[]);
+/* The same, but each line of the output goes to line_fn (may be NULL: dropped). */
+int krepro_run_lines(const char *const argv[], void (*line_fn)(const char *line, void *ctx),
+		     void *ctx);
 /* The same, BROKEN unless it exits 0. */
 void krepro_must_run(const char *const argv[]);
 
@@ -100,7 +104,16 @@ int krepro_read_line(const char *path, char *buf, size_t size);
 /* A sparse file of `size` bytes in the guest's tmpfs attached to a free loop
  * device; the device path goes to dev. Detached by krepro_loop_detach(). */
 void krepro_loop_attach(off_t size, char *dev, size_t devsize);
+/* Attach size bytes (0: to the end) of an existing file or block device from
+ * offset to a free loop device. */
+void krepro_loop_attach_file(const char *path, off_t offset, off_t size, char *dev,
+			     size_t devsize);
 void krepro_loop_detach(const char *dev);
+/* Copy size bytes of from (at from_off) to to (at to_off, created if missing),
+ * writing only the 4 KiB blocks that are not all zero: a sparse copy onto a
+ * destination that is zero there. */
+void krepro_copy_nonzero(const char *from, off_t from_off, const char *to, off_t to_off,
+			 off_t size);
 
 /* Mount dev at dir (created if missing). BROKEN on error. */
 void krepro_mount(const char *dev, const char *fstype, const char *dir);
@@ -162,5 +175,35 @@ int krepro_parse_addr(const char *text, struct krepro_addr *addr);
 
 /* Generic netlink: the id of a family by name (SKIP when it does not exist). */
 int krepro_genl_family(struct mnl_socket *genl, const char *name);
+/* --- XFS (xfs.c) --- */
+
+#define KREPRO_XFS_BLK		4096
+/* Short-form btree block with CRC: a 56-byte header, then an rmapbt node's
+ * low/high key pairs (20 bytes each: startblock, owner, offset), then its
+ * pointers; a leaf's records are 24 bytes (startblock, blockcount, owner,
+ * offset). The offset's top bits: attr fork 63, bmbt 62, unwritten 61. */
+#define KREPRO_XFS_BB_HDR	56
+#define KREPRO_RMAP_KEY_PAIR	40
+#define KREPRO_RMAP_REC		24
+#define KREPRO_RMAP_UNWRITTEN	(1ULL << 61)
+#define KREPRO_RMAP_FLAGS	(7ULL << 61)
+
+uint16_t krepro_be16(const void *p);
+uint32_t krepro_be32(const void *p);
+uint64_t krepro_be64(const void *p);
+/* Read AG 0's rmapbt root of the unmounted XFS on dev (v5, 4 KiB blocks)
+ * into root; returns its agbno. BROKEN if it is not that. */
+unsigned int krepro_xfs_rmap_root(const char *dev, unsigned char root[KREPRO_XFS_BLK]);
+/* Read AG 0's block agbno of dev. */
+void krepro_xfs_read_block(const char *dev, unsigned int agbno,
+			   unsigned char buf[KREPRO_XFS_BLK]);
+/* xfs_repair -n dev: its exit status (0: clean). Its output goes out as
+ * diagnostics unless quiet; with when, one line says what it found. */
+int krepro_xfs_repair_n(const char *dev, const char *when, bool quiet);
+/* Create path on a mounted XFS: fallocate blocks 4 KiB blocks, then punch
+ * every other one (1, 3, 5, ...): blocks/2 one-block unwritten extents, each
+ * its own rmap record; 2,048 blocks give AG 0 a two-level rmapbt on a 512 MiB
+ * filesystem. */
+void krepro_xfs_fragmented_file(const char *path, unsigned int blocks);
 
 #endif

@@ -20,7 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int krepro_run_cmd(const char *const argv[])
+int krepro_run_lines(const char *const argv[], void (*line_fn)(const char *line, void *ctx),
+		     void *ctx)
 {
 	int pipefd[2], status;
 	char buf[1024];
@@ -42,7 +43,7 @@ int krepro_run_cmd(const char *const argv[])
 		_exit(127);
 	}
 	close(pipefd[1]);
-	/* Relay the command's output as KTAP diagnostics, line by line. */
+	/* Hand the command's output over line by line. */
 	while ((n = read(pipefd[0], buf + used, sizeof(buf) - 1 - used)) > 0) {
 		char *line = buf, *nl;
 
@@ -50,26 +51,40 @@ int krepro_run_cmd(const char *const argv[])
 		buf[used] = '\0';
 		while ((nl = strchr(line, '\n'))) {
 			*nl = '\0';
-			krepro_info("%s: %s", argv[0], line);
+			if (line_fn)
+				line_fn(line, ctx);
 			line = nl + 1;
 		}
 		used = strlen(line);
 		memmove(buf, line, used);
 		if (used == sizeof(buf) - 1) {
 			buf[used] = '\0';
-			krepro_info("%s: %s", argv[0], buf);
+			if (line_fn)
+				line_fn(buf, ctx);
 			used = 0;
 		}
 	}
 	if (used) {
 		buf[used] = '\0';
-		krepro_info("%s: %s", argv[0], buf);
+		if (line_fn)
+			line_fn(buf, ctx);
 	}
 	close(pipefd[0]);
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Relay a command's output as KTAP diagnostics. */
+static void info_line(const char *line, void *ctx)
+{
+	krepro_info("%s: %s", (const char *)ctx, line);
+}
+
+int krepro_run_cmd(const char *const argv[])
+{
+	return krepro_run_lines(argv, info_line, (void *)argv[0]);
 }
 
 void krepro_must_run(const char *const argv[])
@@ -139,28 +154,101 @@ int krepro_read_line(const char *path, char *buf, size_t size)
 	return 0;
 }
 
-void krepro_loop_attach(off_t size, char *dev, size_t devsize)
+/* Attach fd (offset, size; 0 size: to its end) to a free loop device. */
+static void loop_attach_fd(int fd, off_t offset, off_t size, char *dev, size_t devsize)
 {
-	char backing[64];
-	int ctl, nr, fd, loopfd;
 	struct loop_config cfg = { 0 };
+	int ctl, nr, loopfd;
 
 	ctl = SAFE(open("/dev/loop-control", O_RDWR | O_CLOEXEC));
 	nr = SAFE(ioctl(ctl, LOOP_CTL_GET_FREE));
 	close(ctl);
 	snprintf(dev, devsize, "/dev/loop%d", nr);
-	/* The backing file lives in tmpfs and is unlinked at once: sparse, and
-	 * gone once the loop device lets go of it. */
-	snprintf(backing, sizeof(backing), "/tmp/krepro-loop%d.img", nr);
-	fd = SAFE(open(backing, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-	SAFE(ftruncate(fd, size));
-	SAFE(unlink(backing));
 	loopfd = SAFE(open(dev, O_RDWR | O_CLOEXEC));
 	/* No LO_FLAGS_AUTOCLEAR: it would detach at our close() below. */
 	cfg.fd = (unsigned int)fd;
+	cfg.info.lo_offset = (__u64)offset;
+	cfg.info.lo_sizelimit = (__u64)size;
 	SAFE(ioctl(loopfd, LOOP_CONFIGURE, &cfg));
-	close(fd);
 	close(loopfd);
+}
+
+void krepro_loop_attach(off_t size, char *dev, size_t devsize)
+{
+	char backing[64];
+	int fd;
+
+	/* The backing file lives in tmpfs and is unlinked at once: sparse, and
+	 * gone once the loop device lets go of it. */
+	snprintf(backing, sizeof(backing), "/tmp/krepro-loop%d.img", getpid());
+	fd = SAFE(open(backing, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+	SAFE(ftruncate(fd, size));
+	SAFE(unlink(backing));
+	loop_attach_fd(fd, 0, 0, dev, devsize);
+	close(fd);
+}
+
+void krepro_loop_attach_file(const char *path, off_t offset, off_t size, char *dev,
+			     size_t devsize)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		krepro_broken("open %s: %s", path, strerror(errno));
+	loop_attach_fd(fd, offset, size, dev, devsize);
+	close(fd);
+}
+
+void krepro_copy_nonzero(const char *from, off_t from_off, const char *to, off_t to_off,
+			 off_t size)
+{
+	enum { CHUNK = 1 << 20, BLOCK = 4096 };
+	static const char zero[BLOCK];
+	char *buf = malloc(CHUNK);
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	int out = open(to, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	off_t pos = 0;
+	struct stat st;
+
+	if (!buf || in < 0 || out < 0)
+		krepro_broken("copying %s to %s: %s", from, to, strerror(errno));
+	while (pos < size) {
+		/* Skip holes where the source knows them (tmpfs); a block device
+		 * says "all data" and the zero test below does the work. */
+		off_t data = lseek(in, from_off + pos, SEEK_DATA);
+		size_t len;
+		ssize_t got;
+
+		if (data < 0 && errno == ENXIO)
+			break;
+		if (data > from_off + pos)
+			pos = data - from_off;
+		if (pos >= size)
+			break;
+		len = size - pos < CHUNK ? (size_t)(size - pos) : CHUNK;
+		got = pread(in, buf, len, from_off + pos);
+		if (got <= 0)
+			krepro_broken("reading %s at %lld: %s", from, (long long)(from_off + pos),
+				      got < 0 ? strerror(errno) : "end of file");
+		for (ssize_t b = 0; b < got; b += BLOCK) {
+			size_t blen = got - b < BLOCK ? (size_t)(got - b) : BLOCK;
+
+			if (!memcmp(buf + b, zero, blen))
+				continue;
+			if (pwrite(out, buf + b, blen, to_off + pos + b) != (ssize_t)blen)
+				krepro_broken("writing %s at %lld: %s", to,
+					      (long long)(to_off + pos + b), strerror(errno));
+		}
+		pos += got;
+	}
+	/* A file destination gets its full size, holes included. */
+	if (fstat(out, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < to_off + size)
+		SAFE(ftruncate(out, to_off + size));
+	if (fsync(out) < 0 && errno != EINVAL)
+		krepro_broken("fsync %s: %s", to, strerror(errno));
+	close(in);
+	close(out);
+	free(buf);
 }
 
 void krepro_loop_detach(const char *dev)

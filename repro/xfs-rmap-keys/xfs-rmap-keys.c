@@ -5,247 +5,576 @@
  * leave node keys whose unwritten bit differs from their child's first record
  * (the record was converted to written; the masked compare called the key
  * equal and kept it). With 003 a lookup of that record goes to the wrong leaf
- * and XFS reports corruption on a filesystem xfs_repair calls clean. Fix: the
- * revert, eb8409071a1d. See README.md.
+ * and XFS reports corruption on a filesystem xfs_repair calls clean, also in
+ * log recovery, so at mount. Fix: the revert, eb8409071a1d. See README.md.
  *
  * The disk is made once by the patched (correct) kernel in prepare(); every
- * run gets a copy-on-write view of it (run-in-qemu.sh).
+ * run gets a copy-on-write view of it (run-in-qemu.sh). It holds five 512 MiB
+ * filesystems, one per case, so that one case's shutdown cannot touch the next.
  */
 #define _GNU_SOURCE
 #include "krepro.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DISK		"/dev/vda"
-#define MNT		"/tmp/krepro-rmap"
-#define FILE_PATH	MNT "/f"
-#define BLK		4096
+#define BLK		KREPRO_XFS_BLK
 #define FILE_BLOCKS	2048			/* 8 MiB: ~1,000 one-block records */
-#define UNWRITTEN	(1ULL << 61)		/* XFS_RMAP_OFF_UNWRITTEN */
-#define FLAGS		(7ULL << 61)		/* attr fork, bmbt, unwritten */
-/* Short-form btree block with CRC: 56-byte header (xfs_format.h). */
-#define BB_HDR		56
-#define KEY_PAIR	40	/* rmap node entry: low key + high key, 20 bytes each */
-#define REC		24	/* rmap leaf record */
+#define REGION		(512LL << 20)		/* one filesystem */
+#define PRISTINE	"/tmp/krepro-rmap-pristine.img"
+#define ATTEMPT		"/tmp/krepro-rmap-attempt.img"
+#define ATTEMPTS	32
+
+/* From xfs_fs.h (xfslibs-dev is not needed for one ioctl). */
+#define XFS_IOC_GOINGDOWN		_IOR('X', 125, uint32_t)
+#define XFS_FSOP_GOING_FLAGS_LOGFLUSH	0x1	/* force the log, then shut down */
+
+/* The disk's filesystems: the natural image three times, the same image with
+ * a dirty log holding an unfinished rmap intent, and that log replayed. */
+enum region { R_PUNCH, R_WRITE, R_REFLINK, R_DIRTY, R_REPLAYED, NREGIONS };
 
 /* A root key whose unwritten bit disagrees with its leaf's first record. */
 struct stale_key {
-	unsigned int index, level, numrecs;
-	uint64_t key_offset, rec_offset, owner;
+	unsigned int index, numrecs;
+	uint64_t key_offset, rec_offset, owner, block;	/* block: file block */
 };
 
-static int mounted;
+/* What one case has attached and mounted, for its own clean-up. */
+static char loopdev[32], mnt[64];
 
-static void pread_all(int fd, void *buf, size_t len, off_t off)
-{
-	if (SAFE(pread(fd, buf, len, off)) != (ssize_t)len)
-		krepro_broken("short read of %zu bytes at %lld on " DISK, len, (long long)off);
-}
-
-static uint16_t be16_at(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return be16toh(v); }
-static uint32_t be32_at(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return be32toh(v); }
-static uint64_t be64_at(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return be64toh(v); }
-
-/*
- * Read AG 0's rmapbt root from the unmounted disk and find the key that a
- * correct kernel left stale. Raw reads, because xfs_db's key fields do not
- * show the flag bits.
- */
-/* AG 0's rmapbt root block, read from the unmounted disk. */
-static void read_rmap_root(int fd, unsigned char root[BLK])
-{
-	unsigned char sb[512], agf[512];
-	unsigned int rootbno;
-
-	pread_all(fd, sb, sizeof(sb), 0);
-	if (memcmp(sb, "XFSB", 4) || be32_at(sb + 4) != BLK)
-		krepro_broken("not a 4 KiB-block XFS on " DISK);
-	pread_all(fd, agf, sizeof(agf), be16_at(sb + 102));	/* AGF: sector 1 */
-	rootbno = be32_at(agf + 24);				/* agf_roots[XFS_BTNUM_RMAPi] */
-	pread_all(fd, root, BLK, (off_t)rootbno * BLK);
-	if (memcmp(root, "RMB3", 4))
-		krepro_broken("AG 0 rmapbt root at agbno %u has no RMB3 magic", rootbno);
-}
-
-static int find_stale_key(struct stale_key *sk)
+static int find_stale_key(const char *dev, struct stale_key *sk)
 {
 	unsigned char root[BLK], leaf[BLK];
-	unsigned int maxrecs;
-	int fd = SAFE(open(DISK, O_RDONLY | O_CLOEXEC));
+	unsigned int maxrecs = (BLK - KREPRO_XFS_BB_HDR) / (KREPRO_RMAP_KEY_PAIR + 4);
 
-	read_rmap_root(fd, root);
-	sk->level = be16_at(root + 4);
-	sk->numrecs = be16_at(root + 6);
-	maxrecs = (BLK - BB_HDR) / (KEY_PAIR + 4);
-	for (unsigned int i = 0; sk->level == 1 && i < sk->numrecs; i++) {
-		const unsigned char *key = root + BB_HDR + i * KEY_PAIR;
-		uint32_t child = be32_at(root + BB_HDR + maxrecs * KEY_PAIR + i * 4);
+	krepro_xfs_rmap_root(dev, root);
+	sk->numrecs = krepro_be16(root + 6);
+	for (unsigned int i = 0; krepro_be16(root + 4) == 1 && i < sk->numrecs; i++) {
+		const unsigned char *key = root + KREPRO_XFS_BB_HDR + i * KREPRO_RMAP_KEY_PAIR;
+		uint32_t child = krepro_be32(root + KREPRO_XFS_BB_HDR +
+					     maxrecs * KREPRO_RMAP_KEY_PAIR + i * 4);
 
-		pread_all(fd, leaf, BLK, (off_t)child * BLK);
-		sk->key_offset = be64_at(key + 12);
-		sk->rec_offset = be64_at(leaf + BB_HDR + 16);
-		sk->owner = be64_at(key + 4);
-		if ((sk->key_offset & ~FLAGS) == (sk->rec_offset & ~FLAGS) &&
-		    (sk->key_offset & UNWRITTEN) && !(sk->rec_offset & UNWRITTEN)) {
+		krepro_xfs_read_block(dev, child, leaf);
+		sk->key_offset = krepro_be64(key + 12);
+		sk->rec_offset = krepro_be64(leaf + KREPRO_XFS_BB_HDR + 16);
+		sk->owner = krepro_be64(key + 4);
+		sk->block = sk->rec_offset & ~KREPRO_RMAP_FLAGS;
+		if ((sk->key_offset & ~KREPRO_RMAP_FLAGS) == sk->block &&
+		    (sk->key_offset & KREPRO_RMAP_UNWRITTEN) &&
+		    !(sk->rec_offset & KREPRO_RMAP_UNWRITTEN)) {
 			sk->index = i;
-			close(fd);
 			return 0;
 		}
 	}
-	close(fd);
 	return -1;
 }
 
-/* xfs_repair -n's exit status: 0 is clean. */
-static int repair_check(const char *when)
+static void attach(const char *path, off_t offset, const char *name)
 {
-	static const char *const repair[] = { "xfs_repair", "-n", DISK, NULL };
-	int rc = krepro_run_cmd(repair);
-
-	krepro_info("xfs_repair -n %s: %s (exit %d)", when, rc ? "NOT clean" : "clean", rc);
-	return rc;
+	krepro_loop_attach_file(path, offset, REGION, loopdev, sizeof(loopdev));
+	snprintf(mnt, sizeof(mnt), "/tmp/krepro-rmap-%s", name);
 }
 
-static void repair_must_be_clean(const char *when)
+static void detach(void)
 {
-	if (repair_check(when))
-		krepro_broken("the filesystem is not clean %s", when);
+	krepro_loop_detach(loopdev);
+	loopdev[0] = '\0';
 }
 
-static void do_mount(void)
+static int try_mount(void)
 {
-	krepro_mount(DISK, "xfs", MNT);
-	mounted = 1;
+	if (mkdir(mnt, 0755) < 0 && errno != EEXIST)
+		krepro_broken("mkdir %s: %s", mnt, strerror(errno));
+	/* nouuid: the five filesystems are copies of one (and a case that
+	 * failed may leave its shut-down filesystem mounted). */
+	return mount(loopdev, mnt, "xfs", 0, "nouuid");
 }
 
-static void do_umount(void)
+static void must_mount(void)
 {
-	SAFE(umount(MNT));
-	mounted = 0;
+	if (try_mount() < 0)
+		krepro_broken("mount %s: %s", loopdev, strerror(errno));
 }
+
+static void must_umount(void)
+{
+	SAFE(umount(mnt));
+}
+
+/* After a failed step: let go of the (likely shut down) filesystem. */
+static void case_abandon(void)
+{
+	if (umount(mnt) < 0)
+		krepro_info("umount %s: %s", mnt, strerror(errno));
+	detach();
+}
+
+static int open_in(const char *name, int flags)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/%s", mnt, name);
+	return SAFE(open(path, flags | O_CLOEXEC, 0644));
+}
+
+/* ---- preparation (patched kernel) ---- */
 
 /*
- * Preparatory boot, patched kernel: ~1,000 one-block unwritten records
- * (fallocate 8 MiB, punch every other block) make a two-level rmapbt; then
- * write the block that starts a leaf in the middle of the root, so that
- * record turns written while its parent key keeps the unwritten bit.
+ * ~1,000 one-block unwritten records (fallocate 8 MiB, punch every other
+ * block) make a two-level rmapbt; then write the block that starts a leaf in
+ * the middle of the root, so that record turns written while its parent key
+ * keeps the unwritten bit.
  */
-static void prepare(void)
+static void make_natural_image(void)
 {
-	static const char *const mkfs[] = { "mkfs.xfs", "-q", "-f", "-m", "rmapbt=1,reflink=1", NULL };
-	struct stale_key sk;
+	static const char *mkfs[] = { "mkfs.xfs", "-q", "-f", "-m", "rmapbt=1,reflink=1",
+				      NULL, NULL };
 	unsigned char root[BLK];
+	struct stale_key sk;
 	void *buf = krepro_dio_buf(BLK, 'W');
 	unsigned int pick;
 	uint64_t block;
-	int fd, dfd;
+	char path[128];
+	int fd;
 
-	krepro_mkfs_mount(mkfs, DISK, "xfs", MNT);
-	mounted = 1;
-	fd = SAFE(open(FILE_PATH, O_CREAT | O_RDWR | O_CLOEXEC, 0644));
-	SAFE(fallocate(fd, 0, 0, (off_t)FILE_BLOCKS * BLK));
-	for (off_t off = BLK; off < (off_t)FILE_BLOCKS * BLK; off += 2 * BLK)
-		SAFE(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, BLK));
-	SAFE(fsync(fd));
-	close(fd);
-	do_umount();
+	mkfs[5] = loopdev;
+	krepro_must_run(mkfs);
+	must_mount();
+	snprintf(path, sizeof(path), "%s/f", mnt);
+	krepro_xfs_fragmented_file(path, FILE_BLOCKS);
+	must_umount();
 
 	/* Pick the middle key: refilling the AGFL can split the first leaves. */
-	dfd = SAFE(open(DISK, O_RDONLY | O_CLOEXEC));
-	read_rmap_root(dfd, root);
-	close(dfd);
-	if (be16_at(root + 4) != 1 || be16_at(root + 6) < 3)
+	krepro_xfs_rmap_root(loopdev, root);
+	if (krepro_be16(root + 4) != 1 || krepro_be16(root + 6) < 3)
 		krepro_broken("AG 0's rmapbt has level %u with %u keys, want a two-level tree",
-			      be16_at(root + 4), be16_at(root + 6));
-	pick = be16_at(root + 6) / 2;
-	block = be64_at(root + BB_HDR + pick * KEY_PAIR + 12);
-	if (!(block & UNWRITTEN))
+			      krepro_be16(root + 4), krepro_be16(root + 6));
+	pick = krepro_be16(root + 6) / 2;
+	block = krepro_be64(root + KREPRO_XFS_BB_HDR + pick * KREPRO_RMAP_KEY_PAIR + 12);
+	if (!(block & KREPRO_RMAP_UNWRITTEN))
 		krepro_broken("root key %u is not an unwritten extent's (offset %#llx)", pick,
 			      (unsigned long long)block);
-	block &= ~FLAGS;
-	krepro_info("rmapbt: %u keys; key %u starts with file block %llu", be16_at(root + 6),
-		    pick, (unsigned long long)block);
+	block &= ~KREPRO_RMAP_FLAGS;
+	krepro_info("rmapbt: %u keys; key %u starts with file block %llu",
+		    krepro_be16(root + 6), pick, (unsigned long long)block);
 
-	do_mount();
-	fd = SAFE(open(FILE_PATH, O_RDWR | O_DIRECT | O_CLOEXEC));
+	must_mount();
+	fd = open_in("f", O_RDWR | O_DIRECT);
 	if (SAFE(pwrite(fd, buf, BLK, (off_t)block * BLK)) != BLK)
 		krepro_broken("short write at file block %llu", (unsigned long long)block);
 	SAFE(fsync(fd));
 	close(fd);
-	do_umount();
+	must_umount();
+	free(buf);
 
-	if (find_stale_key(&sk) < 0)
+	if (find_stale_key(loopdev, &sk) < 0)
 		krepro_broken("after the write no root key is stale: the layout changed");
 	krepro_info("root key %u: raw offset %#llx (unwritten), its leaf's first record %#llx "
 		    "(written)", sk.index, (unsigned long long)sk.key_offset,
 		    (unsigned long long)sk.rec_offset);
-	repair_must_be_clean("after preparation");
-	free(buf);
-	krepro_pass("disk made by this (correct) kernel, with a stale unwritten bit in root key %u",
-		    sk.index);
+	if (krepro_xfs_repair_n(loopdev, "of the natural image", false))
+		krepro_broken("the natural image is not clean");
 }
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * One try at a log with an unfinished rmap intent for block B: a child
+ * punches B (its transaction chain logs an RUI, then an RUD when the rmapbt
+ * is updated); delay seconds after telling it to go, XFS_IOC_GOINGDOWN with
+ * LOGFLUSH forces what is committed to the log and shuts down, so a
+ * transaction not yet committed never reaches it. delay < 0: no shutdown;
+ * returns how long the punch took.
+ */
+static double punch_and_go_down(uint64_t block, double delay)
+{
+	int go[2], done[2], fd, dirfd, status;
+	uint32_t flags = XFS_FSOP_GOING_FLAGS_LOGFLUSH;
+	double t0, took;
+	char c = 0;
+	pid_t pid;
+
+	must_mount();
+	fd = open_in("f", O_RDWR);
+	dirfd = SAFE(open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	SAFE(pipe2(go, O_CLOEXEC));
+	SAFE(pipe2(done, O_CLOEXEC));
+	pid = SAFE(fork());
+	if (pid == 0) {
+		int ret;
+
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		ret = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)block * BLK, BLK);
+		c = ret < 0 ? 1 : 0;
+		if (write(done[1], &c, 1) != 1)
+			_exit(2);
+		_exit(0);
+	}
+	t0 = now();
+	SAFE(write(go[1], &c, 1));
+	if (delay >= 0) {
+		while (now() - t0 < delay)
+			;
+		SAFE(ioctl(dirfd, XFS_IOC_GOINGDOWN, &flags));
+	}
+	if (read(done[0], &c, 1) != 1)
+		krepro_broken("the punching child did not report");
+	took = now() - t0;
+	SAFE(waitpid(pid, &status, 0));
+	if (delay < 0 && c)
+		krepro_broken("punching file block %llu failed on the correct kernel",
+			      (unsigned long long)block);
+	close(go[0]), close(go[1]), close(done[0]), close(done[1]);
+	close(fd);
+	close(dirfd);
+	must_umount();
+	return took;
+}
+
+struct intents {
+	unsigned int rui, rud;
+};
+
+/* xfs_logprint's lines for rmap intents ("RUI:  #regs: ..." and the extent
+ * "(s: 0x..., l: 1, own: 131, off: 992, f: 0x...)") and done items. */
+static void count_intents(const char *line, void *ctx)
+{
+	struct intents *in = ctx;
+	const char *p = line + strspn(line, " \t");
+
+	if (!strncmp(p, "RUI:", 4))
+		in->rui++;
+	else if (!strncmp(p, "RUD:", 4))
+		in->rud++;
+	else if (strncmp(p, "(s: ", 4))
+		return;
+	krepro_info("xfs_logprint: %s", p);
+}
+
+static int unfinished_rmap_intent(const char *img)
+{
+	static const char *logprint[] = { "xfs_logprint", NULL, NULL };
+	struct intents in = { 0, 0 };
+	int rc;
+
+	logprint[1] = img;
+	rc = krepro_run_lines(logprint, count_intents, &in);
+	if (rc)
+		krepro_broken("xfs_logprint %s exited with %d", img, rc);
+	return in.rui > in.rud;
+}
+
+/*
+ * The dirty log: on copies of the natural image, punch the stale key's block
+ * and shut down part-way, until the log holds the punch's RUI without its RUD.
+ * The window is the time between the two commits; the delays sweep the
+ * punch's measured duration, bounded by ATTEMPTS.
+ */
+static int make_dirty_image(const struct stale_key *sk)
+{
+	struct stale_key stale;
+	double took;
+
+	unlink(ATTEMPT);
+	krepro_copy_nonzero(PRISTINE, 0, ATTEMPT, 0, REGION);
+	attach(ATTEMPT, 0, "attempt");
+	took = punch_and_go_down(sk->block, -1);
+	detach();
+	krepro_info("punching file block %llu takes %.1f ms here", (unsigned long long)sk->block,
+		    took * 1e3);
+	for (int i = 0; i < ATTEMPTS; i++) {
+		double delay = took * (i % 16) / 16 * (i < 16 ? 1.0 : 1.5);
+		int found;
+
+		unlink(ATTEMPT);
+		krepro_copy_nonzero(PRISTINE, 0, ATTEMPT, 0, REGION);
+		attach(ATTEMPT, 0, "attempt");
+		punch_and_go_down(sk->block, delay);
+		detach();
+		found = unfinished_rmap_intent(ATTEMPT);
+		krepro_info("attempt %d: shut down %.2f ms after the punch began: %s", i + 1,
+			    delay * 1e3, found ? "the log holds an unfinished RUI" :
+			    "no unfinished RUI");
+		if (!found)
+			continue;
+		/* Recovery must meet the stale key: the rmapbt on disk is still
+		 * the one before the punch. */
+		attach(ATTEMPT, 0, "attempt");
+		found = !find_stale_key(loopdev, &stale);
+		detach();
+		if (found)
+			return i + 1;
+		krepro_info("attempt %d: but the rmapbt on disk no longer has the stale key",
+			    i + 1);
+	}
+	return 0;
+}
+
+static void prepare(void)
+{
+	struct stale_key sk;
+	int attempts;
+
+	attach(DISK, 0, "prepare");
+	make_natural_image();
+	krepro_copy_nonzero(loopdev, 0, PRISTINE, 0, REGION);
+	find_stale_key(loopdev, &sk);
+	detach();
+	krepro_copy_nonzero(PRISTINE, 0, DISK, R_WRITE * REGION, REGION);
+	krepro_copy_nonzero(PRISTINE, 0, DISK, R_REFLINK * REGION, REGION);
+
+	attempts = make_dirty_image(&sk);
+	if (!attempts)
+		krepro_broken("no log with an unfinished rmap intent in %d attempts", ATTEMPTS);
+	attach(ATTEMPT, 0, "attempt");
+	krepro_xfs_repair_n(loopdev, "of the dirty image (log not replayed)", false);
+	detach();
+	krepro_copy_nonzero(ATTEMPT, 0, DISK, R_DIRTY * REGION, REGION);
+
+	/* What a correct kernel makes of that log: replay it, keep the result. */
+	attach(ATTEMPT, 0, "attempt");
+	must_mount();
+	must_umount();
+	if (krepro_xfs_repair_n(loopdev, "after the correct kernel replayed the log", false))
+		krepro_broken("the correct kernel's log replay left a filesystem repair rejects");
+	detach();
+	krepro_copy_nonzero(ATTEMPT, 0, DISK, R_REPLAYED * REGION, REGION);
+	unlink(ATTEMPT);
+	unlink(PRISTINE);
+	krepro_pass("disk made by this (correct) kernel: the natural image (stale unwritten bit "
+		    "in root key %u) and a dirty log from attempt %d", sk.index, attempts);
+}
+
+/* ---- the cases (either kernel) ---- */
 
 static struct stale_key target;
 
-static void setup(void)
+/* Attach the case's filesystem; check the stale key and that repair calls it
+ * clean, then mount it. */
+static void case_setup(enum region r, const char *name)
 {
-	if (find_stale_key(&target) < 0)
+	attach(DISK, r * REGION, name);
+	if (find_stale_key(loopdev, &target) < 0)
 		krepro_broken(DISK " has no stale rmapbt key: not the prepared disk");
-	krepro_info("root key %u of %u: raw offset %#llx (unwritten bit set), leaf's first record "
-		    "%#llx (written), owner %llu", target.index, target.numrecs,
+	krepro_info("root key %u of %u: raw offset %#llx (unwritten bit set), leaf's first "
+		    "record %#llx (written), owner %llu", target.index, target.numrecs,
 		    (unsigned long long)target.key_offset, (unsigned long long)target.rec_offset,
 		    (unsigned long long)target.owner);
-	repair_must_be_clean("before mounting");
-	do_mount();
+	if (krepro_xfs_repair_n(loopdev, "before mounting", false))
+		krepro_broken("the filesystem is not clean before mounting");
+	must_mount();
 }
 
-static void cleanup(void)
+/* After the steps succeeded: unmount, and repair must still call it clean. */
+static void case_finish(const char *what)
 {
-	if (mounted && umount(MNT) < 0)
-		krepro_info("umount " MNT ": %s", strerror(errno));
+	must_umount();
+	if (krepro_xfs_repair_n(loopdev, "after the steps", false))
+		krepro_fail("%s succeeded but left a filesystem xfs_repair -n rejects", what);
+	else
+		krepro_pass("%s; xfs_repair -n still clean", what);
+	detach();
+}
+
+/* A step's result, as a word for the evidence. */
+static const char *res(int ret, int err)
+{
+	return ret < 0 ? strerror(err) : "ok";
 }
 
 /* Punch the block whose record sits behind the stale key: the lookup of its
  * record must go through that key. */
 static void run_punch(void)
 {
-	off_t off = (off_t)(target.rec_offset & ~FLAGS) * BLK;
-	int fd = SAFE(open(FILE_PATH, O_RDWR | O_CLOEXEC));
-	int ret = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, BLK);
-	int err = errno;
-	int sync = fsync(fd);
-	int sync_err = errno;
+	int fd, ret, err, sync, sync_err;
 
+	case_setup(R_PUNCH, "punch");
+	fd = open_in("f", O_RDWR);
+	ret = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			(off_t)target.block * BLK, BLK);
+	err = errno;
+	sync = fsync(fd);
+	sync_err = errno;
 	close(fd);
 	if (ret < 0 || sync < 0) {
-		krepro_fail("punching file block %lld: fallocate %s, fsync %s, on a filesystem "
-			    "xfs_repair -n called clean", (long long)(off / BLK),
-			    ret < 0 ? strerror(err) : "ok", sync < 0 ? strerror(sync_err) : "ok");
+		krepro_fail("punching file block %llu: fallocate %s, fsync %s, on a filesystem "
+			    "xfs_repair -n called clean", (unsigned long long)target.block,
+			    res(ret, err), res(sync, sync_err));
+		case_abandon();
 		return;
 	}
-	do_umount();
-	if (repair_check("after the punch")) {
-		krepro_fail("the punch succeeded but left a filesystem xfs_repair -n rejects");
-		return;
-	}
-	do_mount();
-	krepro_pass("punched file block %lld; fsync ok; xfs_repair -n still clean",
-		    (long long)(off / BLK));
+	case_finish("punching the stale key's block");
 }
 
-static const char *const kconfigs[] = { "CONFIG_XFS_FS", "CONFIG_VIRTIO_BLK", NULL };
+/*
+ * Write into the unwritten extents next to the stale key's record: the last
+ * record of the leaf before it (B-2), the second record of its leaf (B+2),
+ * and the hole between (B+1, which the allocator may place right after B's
+ * block, so that the new record merges with B's).
+ */
+static void run_write(void)
+{
+	static const int rel[] = { -2, 2, 1 };
+	void *buf = krepro_dio_buf(BLK, 'w');
+	char steps[256] = "";
+	int fd, bad = 0;
+
+	case_setup(R_WRITE, "write");
+	fd = open_in("f", O_RDWR | O_DIRECT);
+	for (unsigned int i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		off_t off = ((off_t)target.block + rel[i]) * BLK;
+		ssize_t ret = pwrite(fd, buf, BLK, off);
+		int err = errno;
+
+		bad |= ret != BLK;
+		snprintf(steps + strlen(steps), sizeof(steps) - strlen(steps),
+			 "%sblock %lld (B%+d) %s", i ? ", " : "", (long long)(off / BLK), rel[i],
+			 ret == BLK ? "ok" : ret < 0 ? strerror(err) : "short");
+	}
+	if (fsync(fd) < 0) {
+		bad = 1;
+		snprintf(steps + strlen(steps), sizeof(steps) - strlen(steps), ", fsync %s",
+			 strerror(errno));
+	}
+	close(fd);
+	free(buf);
+	if (bad) {
+		krepro_fail("O_DIRECT writes next to file block %llu: %s, on a filesystem "
+			    "xfs_repair -n called clean", (unsigned long long)target.block, steps);
+		case_abandon();
+		return;
+	}
+	krepro_info("O_DIRECT writes: %s", steps);
+	must_umount();
+	{
+		struct stale_key after;
+
+		krepro_info("after the writes root key %u is %s", target.index,
+			    find_stale_key(loopdev, &after) ? "no longer stale: writing in its leaf "
+			    "rewrote the leaf's keys" : "still stale");
+	}
+	must_mount();
+	case_finish("writing the unwritten blocks next to the stale key's record");
+}
+
+static int clone_range(int dst, off_t dst_off, int src, off_t src_off)
+{
+	struct file_clone_range fcr = {
+		.src_fd = src, .src_offset = (__u64)src_off, .src_length = BLK,
+		.dest_offset = (__u64)dst_off,
+	};
+
+	return ioctl(dst, FICLONERANGE, &fcr);
+}
+
+/*
+ * Reflink onto the affected record: clone a written block of the same file
+ * from far away (block 0, written here first; its record lives in the first
+ * leaves) over file block B. The remap unmaps f's mapping of B first (f is
+ * now a reflink inode: xfs_rmap_unmap_shared), and that lookup goes through
+ * the stale key. Nothing may touch B's leaf before: any insert or update
+ * there rewrites the leaf's keys and heals the stale bit (see the write case).
+ */
+static void run_reflink(void)
+{
+	void *buf = krepro_dio_buf(BLK, 'd');
+	int fd, dio, over, over_err, sync, sync_err;
+
+	case_setup(R_REFLINK, "reflink");
+	dio = open_in("f", O_RDWR | O_DIRECT);
+	if (SAFE(pwrite(dio, buf, BLK, 0)) != BLK)
+		krepro_broken("short write to file block 0");
+	SAFE(fsync(dio));
+	close(dio);
+	free(buf);
+	fd = open_in("f", O_RDWR);
+	over = clone_range(fd, (off_t)target.block * BLK, fd, 0);
+	over_err = errno;
+	sync = fsync(fd);
+	sync_err = errno;
+	close(fd);
+	if (over < 0 || sync < 0) {
+		krepro_fail("FICLONERANGE of file block 0 over file block %llu: %s; fsync %s, on a "
+			    "filesystem xfs_repair -n called clean",
+			    (unsigned long long)target.block, res(over, over_err),
+			    res(sync, sync_err));
+		case_abandon();
+		return;
+	}
+	case_finish("cloning file block 0 over the stale key's block");
+}
+
+/*
+ * The log a correct kernel left when it went down part-way through punching
+ * B: recovery must finish the punch's rmap intent, and that lookup goes
+ * through the stale key. The same log replayed by the correct kernel (made
+ * in prepare()) is the reference xfs_repair -n checks, because repair cannot
+ * judge a filesystem whose log is still to be replayed.
+ */
+static void run_mount_replay(void)
+{
+	int ret, err;
+
+	attach(DISK, R_REPLAYED * REGION, "replayed");
+	if (krepro_xfs_repair_n(loopdev, "of the same log as replayed by the correct kernel",
+				false))
+		krepro_broken("the correct kernel's replay is not clean: not the prepared disk");
+	detach();
+
+	attach(DISK, R_DIRTY * REGION, "replay");
+	if (find_stale_key(loopdev, &target) < 0)
+		krepro_broken(DISK " has no stale rmapbt key: not the prepared disk");
+	krepro_info("dirty log; on disk root key %u still has raw offset %#llx, its leaf's "
+		    "first record %#llx", target.index, (unsigned long long)target.key_offset,
+		    (unsigned long long)target.rec_offset);
+	ret = try_mount();
+	err = errno;
+	if (ret < 0) {
+		krepro_fail("mount (log recovery) failed: %s; the correct kernel replays the same "
+			    "log to a filesystem xfs_repair -n calls clean", strerror(err));
+		detach();
+		return;
+	}
+	case_finish("mounting and replaying the log");
+}
+
+static void cleanup(void)
+{
+	/* Each case tidies up after itself; this is for one that stopped early. */
+	if (mnt[0] && umount(mnt) < 0 && errno != EINVAL && errno != ENOENT)
+		krepro_info("umount %s: %s", mnt, strerror(errno));
+	if (loopdev[0])
+		krepro_loop_detach(loopdev);
+}
+
+static const char *const kconfigs[] = { "CONFIG_XFS_FS", "CONFIG_VIRTIO_BLK",
+					"CONFIG_BLK_DEV_LOOP", NULL };
 
 static const struct krepro_case cases[] = {
+	{ "mount-replay", run_mount_replay },
 	{ "punch", run_punch },
+	{ "write", run_write },
+	{ "reflink", run_reflink },
 	{ NULL, NULL },
 };
 
@@ -258,9 +587,8 @@ static const struct krepro_test test = {
 	.needs_kconfigs = kconfigs,
 	.min_cpus = 1,
 	.timeout = 240,
-	.disk_mib = 512,
+	.disk_mib = NREGIONS * 512,
 	.prepare = prepare,
-	.setup = setup,
 	.cleanup = cleanup,
 	.cases = cases,
 };
