@@ -106,6 +106,9 @@ void krepro_mount(const char *dev, const char *fstype, const char *dir);
 void krepro_mkfs_mount(const char *const mkfs_argv[], const char *dev,
 		       const char *fstype, const char *dir);
 
+/* Bring a network interface up (e.g. "lo"). BROKEN on error. */
+void krepro_link_up(const char *ifname);
+
 /* Allocate `size` bytes aligned for O_DIRECT and filled with `byte`. */
 void *krepro_dio_buf(size_t size, int byte);
 

@@ -10,12 +10,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/loop.h>
+#include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -181,4 +183,16 @@ void *krepro_dio_buf(size_t size, int byte)
 		krepro_broken("posix_memalign %zu: %s", size, strerror(err));
 	memset(buf, byte, size);
 	return buf;
+}
+
+void krepro_link_up(const char *ifname)
+{
+	struct ifreq ifr = { 0 };
+	int fd = SAFE(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	SAFE(ioctl(fd, SIOCGIFFLAGS, &ifr));
+	ifr.ifr_flags |= IFF_UP;
+	SAFE(ioctl(fd, SIOCSIFFLAGS, &ifr));
+	close(fd);
 }
