@@ -382,3 +382,40 @@ void krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 		    "every read completed or failed with an error%s", kc.recoveries,
 		    kc.timeouts, s->window_ms ? " (window widened)" : "");
 }
+
+void krepro_nvme_timeout_case(int instance, const char *window_param)
+{
+	const struct krepro_nvme_storm storm = {
+		.instance = instance,
+		.threads = 16,
+		.io_timeout_ms = 500,
+		.fail_percent = 10,
+		.storm_s = 60,
+		.max_recoveries = 8,
+		.stall_s = 90,
+		.window_param = window_param,
+		/* Three I/O timeouts: a request re-armed by the first timeout
+		 * (BLK_EH_RESET_TIMER) expires again inside the window. */
+		.window_ms = 1500,
+	};
+	double t;
+
+	krepro_nvme_timeout_storm(&storm);
+	/* Deleting the controller tears it down once more, with the window. */
+	t = now_s();
+	if (krepro_nvmf_delete(instance, 60) < 0)
+		krepro_fail("deleting nvme%d did not finish within 60 s (teardown blocked)",
+			    instance);
+	else
+		krepro_info("nvme%d deleted in %.1f s", instance, now_s() - t);
+}
+
+void krepro_nvmf_teardown(const struct krepro_nvmf *t, int instance)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d", instance);
+	if (instance >= 0 && exists(path) && krepro_nvmf_delete(instance, 30) < 0)
+		krepro_info("cleanup: deleting nvme%d did not finish in 30 s", instance);
+	krepro_nvmet_cleanup(t);
+}

@@ -54,4 +54,15 @@ struct krepro_nvme_storm {
  */
 void krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s);
 
+/*
+ * The nvme-*-timeout case: the storm with the suite's figures (README of
+ * nvme-tcp-timeout) and the window knob `window_param` switched on, then the
+ * controller deleted, which must finish within a minute.
+ */
+void krepro_nvme_timeout_case(int instance, const char *window_param);
+
+/* Cleanup for those reproducers: delete the controller if it is still there
+ * (bounded), then the target. Never BROKEN. */
+void krepro_nvmf_teardown(const struct krepro_nvmf *t, int instance);
+
 #endif

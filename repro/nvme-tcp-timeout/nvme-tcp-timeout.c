@@ -53,40 +53,12 @@ static void setup(void)
 
 static void cleanup(void)
 {
-	char path[64];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d", instance);
-	if (instance >= 0 && stat(path, &st) == 0 && krepro_nvmf_delete(instance, 30) < 0)
-		krepro_info("cleanup: deleting nvme%d did not finish in 30 s", instance);
-	krepro_nvmet_cleanup(&target);
+	krepro_nvmf_teardown(&target, instance);
 }
 
 static void run_storm(void)
 {
-	const struct krepro_nvme_storm storm = {
-		.instance = instance,
-		.threads = 16,
-		.io_timeout_ms = 500,
-		.fail_percent = 10,
-		.storm_s = 60,
-		.max_recoveries = 8,
-		.stall_s = 90,
-		.window_param = WINDOW_PARAM,
-		/* Three I/O timeouts: a request re-armed by the first timeout
-		 * (BLK_EH_RESET_TIMER) expires again inside the window. */
-		.window_ms = 1500,
-	};
-	double t;
-
-	krepro_nvme_timeout_storm(&storm);
-	/* Deleting the controller tears it down once more, with the window. */
-	t = krepro_elapsed();
-	if (krepro_nvmf_delete(instance, 60) < 0)
-		krepro_fail("deleting nvme%d did not finish within 60 s (teardown blocked)",
-			    instance);
-	else
-		krepro_info("nvme%d deleted in %.1f s", instance, krepro_elapsed() - t);
+	krepro_nvme_timeout_case(instance, WINDOW_PARAM);
 }
 
 static const char *const kconfigs[] = { "CONFIG_NVME_TCP", "CONFIG_NVME_TARGET_TCP",
@@ -102,7 +74,7 @@ static const struct krepro_test test = {
 	.name = "nvme-tcp-timeout",
 	.summary = "nvme-tcp timeout handler races controller teardown: double completion",
 	.fix_commit = "d6f66210f4b1 (\"nvme-tcp: avoid race between time out and tear down\")",
-	.bug_commit = "39d57757467b (\"nvme-tcp: fix timeout handler\")",
+	.bug_commit = "236187c4ed19 (\"nvme-tcp: fix timeout handler\")",
 	.seed = "007-patch-nvme-tcp-avoid-race-between-time-out-and-tear-down.patch",
 	.needs_kconfigs = kconfigs,
 	.min_cpus = 2,
