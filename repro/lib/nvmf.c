@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -158,6 +159,12 @@ int krepro_nvmf_delete(int instance, double wait_s)
 
 /* --- the storm --- */
 
+/*
+ * The readers run as threads of a child process and report through shared
+ * memory. A read that never completes leaves its thread in the kernel for
+ * good, and a process with such a thread can never be reaped: the case
+ * process does not own them, so it can still give its verdict and exit.
+ */
 struct reader {
 	pthread_t tid;
 	unsigned int idx;
@@ -168,7 +175,13 @@ struct reader {
 	_Atomic bool finished;
 };
 
-static atomic_bool stop_readers;
+struct readers {
+	atomic_bool stop;
+	unsigned int n;
+	struct reader r[];
+};
+
+static struct readers *shared;
 
 static void *reader_main(void *arg)
 {
@@ -176,7 +189,7 @@ static void *reader_main(void *arg)
 	void *buf = krepro_dio_buf(READ_SIZE, 0);
 	unsigned int seed = 0x9e3779b9u * (r->idx + 1);
 
-	while (!atomic_load(&stop_readers)) {
+	while (!atomic_load(&shared->stop)) {
 		off_t off = (off_t)((rand_r(&seed) % (READ_SPAN / READ_SIZE)) * READ_SIZE);
 		ssize_t n;
 
@@ -194,6 +207,37 @@ static void *reader_main(void *arg)
 	free(buf);
 	atomic_store(&r->finished, true);
 	return NULL;
+}
+
+/* Fork the reader process: one thread per reader on `dev`. */
+static pid_t start_readers(const char *dev)
+{
+	pid_t pid;
+
+	for (unsigned int i = 0; i < shared->n; i++) {
+		shared->r[i].idx = i;
+		shared->r[i].fd = SAFE(open(dev, O_RDONLY | O_DIRECT | O_CLOEXEC));
+	}
+	fflush(stdout);
+	pid = SAFE(fork());
+	if (pid == 0) {
+		unsigned int started = 0;
+
+		for (; started < shared->n; started++) {
+			errno = pthread_create(&shared->r[started].tid, NULL, reader_main,
+					       &shared->r[started]);
+			if (errno) {
+				krepro_info("pthread_create: %s", strerror(errno));
+				break;
+			}
+		}
+		for (unsigned int i = started; i < shared->n; i++)
+			atomic_store(&shared->r[i].finished, true);
+		for (unsigned int i = 0; i < started; i++)
+			pthread_join(shared->r[i].tid, NULL);
+		_exit(0);
+	}
+	return pid;
 }
 
 static unsigned long read_taint(void)
@@ -250,11 +294,12 @@ static void storm_stop_injection(void)
 	}
 }
 
-void krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
+bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 {
 	char disk[64], path[256], state[64];
 	struct reader *readers;
 	struct kmsg_counts kc = { 0 };
+	pid_t reader_pid;
 	unsigned long taint0, taint;
 	unsigned long done = 0, errors = 0;
 	double t0, t_end, worst = 0;
@@ -286,16 +331,14 @@ void krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 	lseek(kfd, 0, SEEK_END);
 	taint0 = read_taint();
 
-	readers = SAFE_PTR(calloc(s->threads, sizeof(*readers)));
+	shared = mmap(NULL, sizeof(*shared) + s->threads * sizeof(struct reader),
+		      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED)
+		krepro_broken("mmap: %s", strerror(errno));
+	shared->n = s->threads;
+	readers = shared->r;
 	snprintf(path, sizeof(path), "/dev/%s", disk);
-	atomic_store(&stop_readers, false);
-	for (unsigned int i = 0; i < s->threads; i++) {
-		readers[i].idx = i;
-		readers[i].fd = SAFE(open(path, O_RDONLY | O_DIRECT | O_CLOEXEC));
-		errno = pthread_create(&readers[i].tid, NULL, reader_main, &readers[i]);
-		if (errno)
-			krepro_broken("pthread_create: %s", strerror(errno));
-	}
+	reader_pid = start_readers(path);
 	krepro_write_file(FAIL_DIR "/probability", "%u", s->fail_percent);
 	krepro_info("storm: %u O_DIRECT readers on %s, io_timeout %u ms, %u%% of completions "
 		    "dropped (fail_io_timeout); bound %.0f s or %u error recoveries",
@@ -336,7 +379,7 @@ void krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 		if (storming && (failed || now >= t_end || kc.recoveries >= s->max_recoveries)) {
 			storming = false;
 			storm_stop_injection();
-			atomic_store(&stop_readers, true);
+			atomic_store(&shared->stop, true);
 			krepro_info("storm stopped after %.1f s: %u timeouts, %u error recoveries, "
 				    "%u reconnects; draining", now - t0, kc.timeouts, kc.recoveries,
 				    kc.reconnects);
@@ -346,12 +389,12 @@ void krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 		sleep_ms(100);
 	}
 	if (failed) {
-		/* Readers may be stuck in the kernel: do not wait for them. */
+		/* Readers may be stuck in the kernel: leave their process. */
 		close(kfd);
-		return;
+		return false;
 	}
+	waitpid(reader_pid, NULL, 0);
 	for (unsigned int i = 0; i < s->threads; i++) {
-		pthread_join(readers[i].tid, NULL);
 		done += atomic_load(&readers[i].done);
 		errors += atomic_load(&readers[i].errors);
 		if (atomic_load(&readers[i].errors))
@@ -376,11 +419,12 @@ void krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 	if (read_taint() != taint0) {
 		krepro_fail("kernel taint went from %lu to %lu during the drain", taint0,
 			    read_taint());
-		return;
+		return false;
 	}
 	krepro_pass("bound reached clean: %u error recoveries with %u timeouts in flight, "
 		    "every read completed or failed with an error%s", kc.recoveries,
 		    kc.timeouts, s->window_ms ? " (window widened)" : "");
+	return true;
 }
 
 void krepro_nvme_timeout_case(int instance, const char *window_param)
@@ -400,7 +444,8 @@ void krepro_nvme_timeout_case(int instance, const char *window_param)
 	};
 	double t;
 
-	krepro_nvme_timeout_storm(&storm);
+	if (!krepro_nvme_timeout_storm(&storm))
+		return;	/* failed: the cleanup tries the delete, bounded */
 	/* Deleting the controller tears it down once more, with the window. */
 	t = now_s();
 	if (krepro_nvmf_delete(instance, 60) < 0)
@@ -415,7 +460,11 @@ void krepro_nvmf_teardown(const struct krepro_nvmf *t, int instance)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d", instance);
-	if (instance >= 0 && exists(path) && krepro_nvmf_delete(instance, 30) < 0)
-		krepro_info("cleanup: deleting nvme%d did not finish in 30 s", instance);
+	if (instance >= 0 && exists(path) && krepro_nvmf_delete(instance, 30) < 0) {
+		/* Removing the target now could block this process as well. */
+		krepro_info("cleanup: deleting nvme%d did not finish in 30 s; target left",
+			    instance);
+		return;
+	}
 	krepro_nvmet_cleanup(t);
 }

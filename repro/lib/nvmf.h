@@ -9,6 +9,7 @@
 #ifndef KREPRO_NVMF_H
 #define KREPRO_NVMF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct krepro_nvmf {
@@ -50,9 +51,9 @@ struct krepro_nvme_storm {
  * report), on a read outstanding longer than stall_s, or on threads that do
  * not finish; PASS when the bound was reached clean, every read completed or
  * failed with an error, and at least one error recovery happened. BROKEN when
- * no timeout fired (the storm did not test anything).
+ * no timeout fired (the storm did not test anything). Returns true on PASS.
  */
-void krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s);
+bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s);
 
 /*
  * The nvme-*-timeout case: the storm with the suite's figures (README of
