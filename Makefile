@@ -48,7 +48,9 @@ repro-all: kernels guest
 	@./run-in-qemu.sh --kernel unpatched --kernel patched --repeat $(REPEAT) --expect $(REPROS)
 
 # A sweep passes on both flavours unless a kernel crashes: no --expect.
-SWEEPS  ?= $(notdir $(patsubst %/not-in-matrix,%,$(wildcard repro/*/not-in-matrix)))
+# Not every not-in-matrix reproducer is a sweep (nvme-*-timeout are there until
+# their FAIL rate is measured), so the sweeps are named.
+SWEEPS  ?= xfs-rmap-fuzz
 sweeps: kernels guest
 	@./run-in-qemu.sh --kernel unpatched --kernel patched $(SWEEPS)
 

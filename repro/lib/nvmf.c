@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * NVMe over Fabrics target, host and timeout storm for the nvme-*-timeout
+ * reproducers (nvmf.h). Everything is plain configfs, sysfs, debugfs and
+ * /dev/nvme-fabrics writes: the guest has no nvme-cli or nvmetcli.
+ */
+#define _GNU_SOURCE
+#include "krepro.h"
+#include "nvmf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NVMET		"/sys/kernel/config/nvmet"
+#define FAIL_DIR	"/sys/kernel/debug/fail_io_timeout"
+#define TAINT_FILE	"/proc/sys/kernel/tainted"
+#define READ_SIZE	4096
+#define READ_SPAN	(1ULL << 30)	/* reads land in the first GiB */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+void krepro_nvmet_setup(const struct krepro_nvmf *t)
+{
+	char subsys[256], ns[300], path[400];
+
+	if (!exists(NVMET))
+		krepro_broken(NVMET ": %s (nvmet not registered? configfs not mounted?)",
+			      strerror(errno));
+	snprintf(subsys, sizeof(subsys), NVMET "/subsystems/%s", t->nqn);
+	snprintf(ns, sizeof(ns), "%s/namespaces/1", subsys);
+
+	SAFE(mkdir(subsys, 0755));
+	snprintf(path, sizeof(path), "%s/attr_allow_any_host", subsys);
+	krepro_write_file(path, "1");
+	SAFE(mkdir(ns, 0755));
+	snprintf(path, sizeof(path), "%s/device_path", ns);
+	krepro_write_file(path, "%s", t->device);
+	snprintf(path, sizeof(path), "%s/enable", ns);
+	krepro_write_file(path, "1");
+	SAFE(mkdir(NVMET "/ports/1", 0755));
+	krepro_write_file(NVMET "/ports/1/addr_trtype", "%s", t->trtype);
+	krepro_write_file(NVMET "/ports/1/addr_adrfam", "ipv4");
+	krepro_write_file(NVMET "/ports/1/addr_traddr", "%s", t->traddr);
+	krepro_write_file(NVMET "/ports/1/addr_trsvcid", "%s", t->trsvcid);
+	/* Linking the subsystem enables the port: this is where a transport
+	 * that cannot bind (no rxe device, address in use) fails. */
+	snprintf(path, sizeof(path), NVMET "/ports/1/subsystems/%s", t->nqn);
+	SAFE(symlink(subsys, path));
+	krepro_info("nvmet: subsystem %s, namespace 1 on %s, %s port %s:%s", t->nqn,
+		    t->device, t->trtype, t->traddr, t->trsvcid);
+}
+
+void krepro_nvmet_cleanup(const struct krepro_nvmf *t)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), NVMET "/ports/1/subsystems/%s", t->nqn);
+	if (unlink(path) < 0 && errno != ENOENT)
+		krepro_info("unlink %s: %s", path, strerror(errno));
+	if (rmdir(NVMET "/ports/1") < 0 && errno != ENOENT)
+		krepro_info("rmdir " NVMET "/ports/1: %s", strerror(errno));
+	snprintf(path, sizeof(path), NVMET "/subsystems/%s/namespaces/1", t->nqn);
+	if (rmdir(path) < 0 && errno != ENOENT)
+		krepro_info("rmdir %s: %s", path, strerror(errno));
+	snprintf(path, sizeof(path), NVMET "/subsystems/%s", t->nqn);
+	if (rmdir(path) < 0 && errno != ENOENT)
+		krepro_info("rmdir %s: %s", path, strerror(errno));
+}
+
+int krepro_nvmf_connect(const struct krepro_nvmf *t, double wait_s)
+{
+	char opts[512], reply[256], disk[64];
+	int fd, instance = -1, cntlid = -1;
+	double deadline;
+	ssize_t n;
+
+	snprintf(opts, sizeof(opts), "nqn=%s,transport=%s,traddr=%s,trsvcid=%s%s%s",
+		 t->nqn, t->trtype, t->traddr, t->trsvcid,
+		 t->host_opts ? "," : "", t->host_opts ? t->host_opts : "");
+	fd = SAFE(open("/dev/nvme-fabrics", O_RDWR | O_CLOEXEC));
+	if (write(fd, opts, strlen(opts)) < 0)
+		krepro_broken("connect (%s) through /dev/nvme-fabrics: %s", opts, strerror(errno));
+	n = SAFE(read(fd, reply, sizeof(reply) - 1));
+	reply[n] = '\0';
+	close(fd);
+	if (sscanf(reply, "instance=%d,cntlid=%d", &instance, &cntlid) != 2)
+		krepro_broken("/dev/nvme-fabrics answered '%s'", reply);
+	krepro_info("connected nvme%d (cntlid %d): %s", instance, cntlid, opts);
+
+	snprintf(disk, sizeof(disk), "/dev/nvme%dn1", instance);
+	deadline = now_s() + wait_s;
+	while (!exists(disk)) {
+		if (now_s() > deadline)
+			krepro_broken("%s did not appear within %.0f s of the connect", disk, wait_s);
+		sleep_ms(50);
+	}
+	return instance;
+}
+
+int krepro_nvmf_delete(int instance, double wait_s)
+{
+	char path[128];
+	double deadline;
+	int status;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d/delete_controller", instance);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY);
+
+		_exit(fd >= 0 && write(fd, "1", 1) == 1 ? 0 : 1);
+	}
+	deadline = now_s() + wait_s;
+	while (now_s() < deadline) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+		sleep_ms(100);
+	}
+	return -1;	/* the child stays blocked in the kernel; the guest ends anyway */
+}
+
+/* --- the storm --- */
+
+/*
+ * The readers run as threads of a child process and report through shared
+ * memory. A read that never completes leaves its thread in the kernel for
+ * good, and a process with such a thread can never be reaped: the case
+ * process does not own them, so it can still give its verdict and exit.
+ */
+struct reader {
+	pthread_t tid;
+	unsigned int idx;
+	int fd;
+	_Atomic double started;		/* start of the outstanding read, 0 when idle */
+	_Atomic unsigned long done, errors;
+	_Atomic int last_errno;
+	_Atomic bool finished;
+};
+
+struct readers {
+	atomic_bool stop;
+	unsigned int n;
+	struct reader r[];
+};
+
+static struct readers *shared;
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	void *buf = krepro_dio_buf(READ_SIZE, 0);
+	unsigned int seed = 0x9e3779b9u * (r->idx + 1);
+
+	while (!atomic_load(&shared->stop)) {
+		off_t off = (off_t)((rand_r(&seed) % (READ_SPAN / READ_SIZE)) * READ_SIZE);
+		ssize_t n;
+
+		atomic_store(&r->started, now_s());
+		n = pread(r->fd, buf, READ_SIZE, off);
+		atomic_store(&r->started, 0.0);
+		if (n == READ_SIZE) {
+			atomic_fetch_add(&r->done, 1);
+		} else {
+			/* Failed with an error: allowed (retries exhausted). */
+			atomic_store(&r->last_errno, n < 0 ? errno : EIO);
+			atomic_fetch_add(&r->errors, 1);
+		}
+	}
+	free(buf);
+	atomic_store(&r->finished, true);
+	return NULL;
+}
+
+/* Fork the reader process: one thread per reader on `dev`. */
+static pid_t start_readers(const char *dev)
+{
+	pid_t pid;
+
+	for (unsigned int i = 0; i < shared->n; i++) {
+		shared->r[i].idx = i;
+		shared->r[i].fd = SAFE(open(dev, O_RDONLY | O_DIRECT | O_CLOEXEC));
+	}
+	fflush(stdout);
+	pid = SAFE(fork());
+	if (pid == 0) {
+		unsigned int started = 0;
+
+		for (; started < shared->n; started++) {
+			errno = pthread_create(&shared->r[started].tid, NULL, reader_main,
+					       &shared->r[started]);
+			if (errno) {
+				krepro_info("pthread_create: %s", strerror(errno));
+				break;
+			}
+		}
+		for (unsigned int i = started; i < shared->n; i++)
+			atomic_store(&shared->r[i].finished, true);
+		for (unsigned int i = 0; i < started; i++)
+			pthread_join(shared->r[i].tid, NULL);
+		_exit(0);
+	}
+	return pid;
+}
+
+static unsigned long read_taint(void)
+{
+	char buf[64];
+
+	return krepro_read_line(TAINT_FILE, buf, sizeof(buf)) < 0 ? 0 : strtoul(buf, NULL, 10);
+}
+
+struct kmsg_counts {
+	unsigned int timeouts, recoveries, reconnects, window;
+};
+
+/* Count the nvme lines that show the storm doing its work. */
+static void count_kmsg(int fd, int instance, struct kmsg_counts *c)
+{
+	char rec[2048], dev[32];
+	ssize_t n;
+
+	snprintf(dev, sizeof(dev), "nvme nvme%d: ", instance);
+	while ((n = read(fd, rec, sizeof(rec) - 1)) != 0) {
+		char *msg;
+
+		if (n < 0) {
+			if (errno == EPIPE)
+				continue;
+			break;
+		}
+		rec[n] = '\0';
+		msg = strchr(rec, ';');
+		if (!msg)
+			continue;
+		if (strstr(msg, "krepro window:"))
+			c->window++;
+		if (!strstr(msg, dev))
+			continue;
+		if (strstr(msg, "timeout") && !strstr(msg, "keep-alive"))
+			c->timeouts++;
+		else if (strstr(msg, "starting error recovery"))
+			c->recoveries++;
+		else if (strstr(msg, "Successfully reconnected"))
+			c->reconnects++;
+	}
+}
+
+static void storm_stop_injection(void)
+{
+	int fd = open(FAIL_DIR "/probability", O_WRONLY);
+
+	if (fd >= 0) {
+		if (write(fd, "0", 1) != 1)
+			krepro_info("cannot stop fault injection: %s", strerror(errno));
+		close(fd);
+	}
+}
+
+bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
+{
+	char disk[64], path[256], state[64];
+	struct reader *readers;
+	struct kmsg_counts kc = { 0 };
+	pid_t reader_pid;
+	unsigned long taint0, taint;
+	unsigned long done = 0, errors = 0;
+	double t0, t_end, worst = 0;
+	bool failed = false;
+	int kfd;
+
+	snprintf(disk, sizeof(disk), "nvme%dn1", s->instance);
+	if (!exists(FAIL_DIR))
+		krepro_broken(FAIL_DIR ": %s (debugfs not mounted?)", strerror(errno));
+
+	/* Short timeouts on the disk; fault injection armed but off for now. */
+	snprintf(path, sizeof(path), "/sys/block/%s/queue/io_timeout", disk);
+	krepro_write_file(path, "%u", s->io_timeout_ms);
+	krepro_write_file(FAIL_DIR "/probability", "0");
+	krepro_write_file(FAIL_DIR "/interval", "1");
+	krepro_write_file(FAIL_DIR "/times", "-1");
+	/* No "FAULT_INJECTION: forcing a failure" stack dumps on the console. */
+	krepro_write_file(FAIL_DIR "/verbose", "0");
+	snprintf(path, sizeof(path), "/sys/block/%s/io-timeout-fail", disk);
+	krepro_write_file(path, "1");
+	if (s->window_ms) {
+		krepro_write_file(s->window_param, "%u", s->window_ms);
+		krepro_info("WINDOW WIDENED: %s = %u ms (krepro window patch, both flavours): "
+			    "teardown sleeps before cancelling requests", s->window_param,
+			    s->window_ms);
+	}
+
+	kfd = SAFE(open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+	lseek(kfd, 0, SEEK_END);
+	taint0 = read_taint();
+
+	shared = mmap(NULL, sizeof(*shared) + s->threads * sizeof(struct reader),
+		      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED)
+		krepro_broken("mmap: %s", strerror(errno));
+	shared->n = s->threads;
+	readers = shared->r;
+	snprintf(path, sizeof(path), "/dev/%s", disk);
+	reader_pid = start_readers(path);
+	krepro_write_file(FAIL_DIR "/probability", "%u", s->fail_percent);
+	krepro_info("storm: %u O_DIRECT readers on %s, io_timeout %u ms, %u%% of completions "
+		    "dropped (fail_io_timeout); bound %.0f s or %u error recoveries",
+		    s->threads, path, s->io_timeout_ms, s->fail_percent, s->storm_s,
+		    s->max_recoveries);
+
+	t0 = now_s();
+	t_end = t0 + s->storm_s;
+	/* Storm phase, then drain phase (injection off) until every reader has
+	 * stopped; a read outstanding longer than stall_s fails in both. */
+	for (bool storming = true;;) {
+		double now = now_s();
+		unsigned int running = 0;
+
+		count_kmsg(kfd, s->instance, &kc);
+		taint = read_taint();
+		if (taint != taint0 && !failed) {
+			krepro_fail("kernel taint went from %lu to %lu %.1f s into the storm, after "
+				    "%u timeouts and %u error recoveries: a kernel report (see the "
+				    "console log)", taint0, taint, now - t0, kc.timeouts,
+				    kc.recoveries);
+			failed = true;
+		}
+		for (unsigned int i = 0; i < s->threads; i++) {
+			double st = atomic_load(&readers[i].started);
+
+			if (!atomic_load(&readers[i].finished))
+				running++;
+			if (st > 0 && now - st > worst)
+				worst = now - st;
+			if (st > 0 && now - st > s->stall_s && !failed) {
+				krepro_fail("reader %u: a 4 KiB read outstanding for %.0f s never "
+					    "completed (%u timeouts, %u error recoveries so far)",
+					    i, now - st, kc.timeouts, kc.recoveries);
+				failed = true;
+			}
+		}
+		if (storming && (failed || now >= t_end || kc.recoveries >= s->max_recoveries)) {
+			storming = false;
+			storm_stop_injection();
+			atomic_store(&shared->stop, true);
+			krepro_info("storm stopped after %.1f s: %u timeouts, %u error recoveries, "
+				    "%u reconnects; draining", now - t0, kc.timeouts, kc.recoveries,
+				    kc.reconnects);
+		}
+		if (!storming && (running == 0 || failed))
+			break;
+		sleep_ms(100);
+	}
+	if (failed) {
+		/* Readers may be stuck in the kernel: leave their process. */
+		close(kfd);
+		return false;
+	}
+	waitpid(reader_pid, NULL, 0);
+	for (unsigned int i = 0; i < s->threads; i++) {
+		done += atomic_load(&readers[i].done);
+		errors += atomic_load(&readers[i].errors);
+		if (atomic_load(&readers[i].errors))
+			krepro_info("reader %u: %lu reads failed, last errno %d (%s)", i,
+				    atomic_load(&readers[i].errors),
+				    atomic_load(&readers[i].last_errno),
+				    strerror(atomic_load(&readers[i].last_errno)));
+		close(readers[i].fd);
+	}
+	count_kmsg(kfd, s->instance, &kc);
+	close(kfd);
+	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d/state", s->instance);
+	if (krepro_read_line(path, state, sizeof(state)) < 0)
+		snprintf(state, sizeof(state), "?");
+	krepro_info("%lu reads completed, %lu failed with an error; longest read %.1f s; "
+		    "%u timeouts, %u error recoveries, %u reconnects, window messages %u; "
+		    "controller %s", done, errors, worst, kc.timeouts, kc.recoveries,
+		    kc.reconnects, kc.window, state);
+	if (kc.timeouts == 0 || kc.recoveries == 0)
+		krepro_broken("no request timed out or no error recovery ran: the storm tested "
+			      "nothing (%u timeouts, %u recoveries)", kc.timeouts, kc.recoveries);
+	if (read_taint() != taint0) {
+		krepro_fail("kernel taint went from %lu to %lu during the drain", taint0,
+			    read_taint());
+		return false;
+	}
+	krepro_pass("bound reached clean: %u error recoveries with %u timeouts in flight, "
+		    "every read completed or failed with an error%s", kc.recoveries,
+		    kc.timeouts, s->window_ms ? " (window widened)" : "");
+	return true;
+}
+
+void krepro_nvme_timeout_case(int instance, const char *window_param)
+{
+	const struct krepro_nvme_storm storm = {
+		.instance = instance,
+		.threads = 16,
+		.io_timeout_ms = 500,
+		.fail_percent = 10,
+		.storm_s = 60,
+		.max_recoveries = 8,
+		.stall_s = 90,
+		.window_param = window_param,
+		/* Three I/O timeouts: a request re-armed by the first timeout
+		 * (BLK_EH_RESET_TIMER) expires again inside the window. */
+		.window_ms = 1500,
+	};
+	double t;
+
+	if (!krepro_nvme_timeout_storm(&storm))
+		return;	/* failed: the cleanup tries the delete, bounded */
+	/* Deleting the controller tears it down once more, with the window. */
+	t = now_s();
+	if (krepro_nvmf_delete(instance, 60) < 0)
+		krepro_fail("deleting nvme%d did not finish within 60 s (teardown blocked)",
+			    instance);
+	else
+		krepro_info("nvme%d deleted in %.1f s", instance, now_s() - t);
+}
+
+void krepro_nvmf_teardown(const struct krepro_nvmf *t, int instance)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d", instance);
+	if (instance >= 0 && exists(path) && krepro_nvmf_delete(instance, 30) < 0) {
+		/* Removing the target now could block this process as well. */
+		krepro_info("cleanup: deleting nvme%d did not finish in 30 s; target left",
+			    instance);
+		return;
+	}
+	krepro_nvmet_cleanup(t);
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * NVMe over Fabrics in one guest, for the nvme-*-timeout reproducers: an nvmet
+ * target over configfs with a null_blk namespace, a host controller connected
+ * through /dev/nvme-fabrics, and a timeout storm (fault injection that drops
+ * completions, O_DIRECT reader threads) bounded by time and by the number of
+ * error recoveries. Transport-independent; the transport is data.
+ */
+#ifndef KREPRO_NVMF_H
+#define KREPRO_NVMF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct krepro_nvmf {
+	const char *trtype;	/* "tcp" or "rdma" */
+	const char *traddr;	/* IPv4 address of the port */
+	const char *trsvcid;	/* "4420" */
+	const char *nqn;	/* subsystem NQN */
+	const char *device;	/* namespace backing device, e.g. /dev/nullb0 */
+	const char *host_opts;	/* extra /dev/nvme-fabrics options, comma-separated */
+};
+
+/* nvmet subsystem (any host), namespace 1 on t->device, port 1 on
+ * t->traddr:t->trsvcid, linked. BROKEN on error. */
+void krepro_nvmet_setup(const struct krepro_nvmf *t);
+/* Undo krepro_nvmet_setup() as far as it got; never BROKEN. */
+void krepro_nvmet_cleanup(const struct krepro_nvmf *t);
+
+/* Connect the host; returns the controller instance (N of nvmeN) and waits up
+ * to `wait_s` seconds for /dev/nvmeNn1. BROKEN on error. */
+int krepro_nvmf_connect(const struct krepro_nvmf *t, double wait_s);
+/* Delete controller `instance` from a child process; returns 0 when it
+ * finished within `wait_s` seconds, -1 (and leaves the child) when not. */
+int krepro_nvmf_delete(int instance, double wait_s);
+
+struct krepro_nvme_storm {
+	int instance;			/* controller nvmeN; the disk is nvmeNn1 */
+	unsigned int threads;		/* O_DIRECT reader threads */
+	unsigned int io_timeout_ms;	/* the disk's queue/io_timeout */
+	unsigned int fail_percent;	/* fail_io_timeout probability */
+	double storm_s;			/* bound: seconds of storm */
+	unsigned int max_recoveries;	/* bound: error recoveries seen in kmsg */
+	double stall_s;			/* a read outstanding this long never completes */
+	const char *window_param;	/* krepro window knob (module parameter file) */
+	unsigned int window_ms;		/* its value for the storm; 0: no window */
+};
+
+/*
+ * Run the storm and judge it: FAIL on a new kernel taint (WARNING, BUG, KASAN
+ * report), on a read outstanding longer than stall_s, or on threads that do
+ * not finish; PASS when the bound was reached clean, every read completed or
+ * failed with an error, and at least one error recovery happened. BROKEN when
+ * no timeout fired (the storm did not test anything). Returns true on PASS.
+ */
+bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s);
+
+/*
+ * The nvme-*-timeout case: the storm with the suite's figures (README of
+ * nvme-tcp-timeout) and the window knob `window_param` switched on, then the
+ * controller deleted, which must finish within a minute.
+ */
+void krepro_nvme_timeout_case(int instance, const char *window_param);
+
+/* Cleanup for those reproducers: delete the controller if it is still there
+ * (bounded), then the target. Never BROKEN. */
+void krepro_nvmf_teardown(const struct krepro_nvmf *t, int instance);
+
+#endif

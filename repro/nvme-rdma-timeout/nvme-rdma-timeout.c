@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nvme-rdma-timeout: the nvme-tcp-timeout race on nvme-rdma. With the bug,
+ * nvme-rdma serialises its timeout handler and controller teardown with
+ * teardown_lock: teardown cancels every request while a timeout handler waits
+ * on the mutex, and the handler then completes the cancelled request again.
+ * The fix syncs the queues' timeout work before cancelling and drops the
+ * mutex. Upstream fix 3017013dcc82; seed 006. See README.md.
+ *
+ * Target and host in one guest over soft-RoCE: a veth pair, rdma_rxe on
+ * veth0 (iproute2's rdma tool), nvmet-rdma on 10.0.0.1:4420 over null_blk.
+ * The storm and the judging are nvme-tcp-timeout's (repro/lib/nvmf.c); this
+ * run WIDENS THE WINDOW with the krepro window patch (both flavours).
+ */
+#define _GNU_SOURCE
+#include "krepro.h"
+#include "nvmf.h"
+
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <linux/netlink.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define WINDOW_PARAM	"/sys/module/nvme_rdma/parameters/krepro_teardown_delay_ms"
+
+static const struct krepro_nvmf target = {
+	.trtype = "rdma",
+	.traddr = "10.0.0.1",
+	.trsvcid = "4420",
+	.nqn = "krepro-nvme-rdma-timeout",
+	.device = "/dev/nullb0",
+	.host_opts = "reconnect_delay=1,ctrl_loss_tmo=-1",
+};
+
+static int instance = -1;
+
+static void setup(void)
+{
+	static const char *const rxe[] = { "rdma", "link", "add", "rxe0", "type", "rxe",
+					   "netdev", "veth0", NULL };
+	struct stat st;
+
+	if (stat(WINDOW_PARAM, &st) < 0)
+		krepro_skip(WINDOW_PARAM ": %s: the kernel lacks the krepro window patch "
+			    "(kernel-patches/nvme-rdma-timeout/window-*)", strerror(errno));
+	if (stat(target.device, &st) < 0)
+		krepro_broken("%s: %s (null_blk built in?)", target.device, strerror(errno));
+	struct mnl_socket *rtnl = krepro_nl_open(NETLINK_ROUTE);
+
+	krepro_link_up(rtnl, "lo");
+	krepro_veth_add(rtnl, "veth0", "veth1", -1);
+	krepro_addr_add(rtnl, "veth0", "10.0.0.1/24");
+	krepro_link_up(rtnl, "veth0");
+	krepro_link_up(rtnl, "veth1");
+	krepro_must_run(rxe);
+	mnl_socket_close(rtnl);
+	krepro_nvmet_setup(&target);
+	instance = krepro_nvmf_connect(&target, 60);
+}
+
+static void cleanup(void)
+{
+	static const char *const rxe_del[] = { "rdma", "link", "delete", "rxe0", NULL };
+	struct stat st;
+
+	krepro_nvmf_teardown(&target, instance);
+	if (stat("/sys/class/infiniband/rxe0", &st) == 0)
+		krepro_run_cmd(rxe_del);
+}
+
+static void run_storm(void)
+{
+	krepro_nvme_timeout_case(instance, WINDOW_PARAM);
+}
+
+static const char *const kconfigs[] = { "CONFIG_NVME_RDMA", "CONFIG_NVME_TARGET_RDMA",
+					"CONFIG_RDMA_RXE", "CONFIG_VETH",
+					"CONFIG_BLK_DEV_NULL_BLK", "CONFIG_FAIL_IO_TIMEOUT",
+					"CONFIG_FAULT_INJECTION_DEBUG_FS", NULL };
+
+static const struct krepro_case cases[] = {
+	{ "timeout-storm", run_storm },
+	{ NULL, NULL },
+};
+
+static const struct krepro_test test = {
+	.name = "nvme-rdma-timeout",
+	.summary = "nvme-rdma timeout handler races controller teardown: double completion",
+	.fix_commit = "3017013dcc82 (\"nvme-rdma: avoid race between time out and tear down\")",
+	.bug_commit = "0475a8dcbcee (\"nvme-rdma: fix timeout handler\")",
+	.seed = "006-patch-nvme-rdma-avoid-race-between-time-out-and-tear-down.patch",
+	.needs_kconfigs = kconfigs,
+	.min_cpus = 2,
+	.timeout = 300,
+	.setup = setup,
+	.cleanup = cleanup,
+	.cases = cases,
+};
+
+KREPRO_MAIN(test)

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nvme-tcp-timeout: with the bug, nvme-tcp serialises its timeout handler and
+ * controller teardown with teardown_lock. Teardown cancels every request while
+ * a timeout handler waits on the mutex; the handler then completes the
+ * cancelled request again (it may be requeued, restarted or freed by then).
+ * The fix syncs the queues' timeout work before cancelling and drops the
+ * mutex. Upstream fix d6f66210f4b1; seed 007. See README.md.
+ *
+ * Target and host in one guest: nvmet-tcp on 127.0.0.1:4420 over null_blk,
+ * the host connected through /dev/nvme-fabrics; fault injection drops
+ * completions so requests time out while the transport stays up, and the
+ * first timeout starts error recovery (a teardown). The krepro window patch
+ * (both flavours) makes teardown sleep before it cancels requests, so the next
+ * timeouts land in that window: this run WIDENS THE WINDOW and says so.
+ */
+#define _GNU_SOURCE
+#include "krepro.h"
+#include "nvmf.h"
+
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <linux/netlink.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define WINDOW_PARAM	"/sys/module/nvme_tcp/parameters/krepro_teardown_delay_ms"
+
+static const struct krepro_nvmf target = {
+	.trtype = "tcp",
+	.traddr = "127.0.0.1",
+	.trsvcid = "4420",
+	.nqn = "krepro-nvme-tcp-timeout",
+	.device = "/dev/nullb0",
+	/* Reconnect after 1 s, forever: the controller must survive the storm. */
+	.host_opts = "reconnect_delay=1,ctrl_loss_tmo=-1",
+};
+
+static int instance = -1;
+
+static void setup(void)
+{
+	struct stat st;
+
+	if (stat(WINDOW_PARAM, &st) < 0)
+		krepro_skip(WINDOW_PARAM ": %s: the kernel lacks the krepro window patch "
+			    "(kernel-patches/nvme-tcp-timeout/window-*)", strerror(errno));
+	if (stat(target.device, &st) < 0)
+		krepro_broken("%s: %s (null_blk built in?)", target.device, strerror(errno));
+	struct mnl_socket *rtnl = krepro_nl_open(NETLINK_ROUTE);
+
+	krepro_link_up(rtnl, "lo");
+	mnl_socket_close(rtnl);
+	krepro_nvmet_setup(&target);
+	instance = krepro_nvmf_connect(&target, 60);
+}
+
+static void cleanup(void)
+{
+	krepro_nvmf_teardown(&target, instance);
+}
+
+static void run_storm(void)
+{
+	krepro_nvme_timeout_case(instance, WINDOW_PARAM);
+}
+
+static const char *const kconfigs[] = { "CONFIG_NVME_TCP", "CONFIG_NVME_TARGET_TCP",
+					"CONFIG_BLK_DEV_NULL_BLK", "CONFIG_FAIL_IO_TIMEOUT",
+					"CONFIG_FAULT_INJECTION_DEBUG_FS", NULL };
+
+static const struct krepro_case cases[] = {
+	{ "timeout-storm", run_storm },
+	{ NULL, NULL },
+};
+
+static const struct krepro_test test = {
+	.name = "nvme-tcp-timeout",
+	.summary = "nvme-tcp timeout handler races controller teardown: double completion",
+	.fix_commit = "d6f66210f4b1 (\"nvme-tcp: avoid race between time out and tear down\")",
+	.bug_commit = "236187c4ed19 (\"nvme-tcp: fix timeout handler\")",
+	.seed = "007-patch-nvme-tcp-avoid-race-between-time-out-and-tear-down.patch",
+	.needs_kconfigs = kconfigs,
+	.min_cpus = 2,
+	.timeout = 300,
+	.setup = setup,
+	.cleanup = cleanup,
+	.cases = cases,
+};
+
+KREPRO_MAIN(test)
