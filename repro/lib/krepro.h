@@ -80,7 +80,23 @@ void *krepro_safe_ptr_at(void *ret, const char *expr, const char *file, int line
 /* Seconds since the run started (monotonic). */
 double krepro_elapsed(void);
 
+/*
+ * Kernel messages, for a case that wants to stop at the first kernel report
+ * and quote it (the harness scans kmsg after every run anyway).
+ * krepro_kmsg_open(): /dev/kmsg positioned at its end, -1 on error.
+ * krepro_kmsg_next(): the next message's text (no "pri,seq,ts;" prefix) into
+ * msg; 1 when there was one, 0 when none is waiting (non-blocking).
+ * krepro_kernel_report(): the message starts a kernel report (a row of
+ * kernel-reports.tsv, the table the host classifier uses too).
+ */
+int krepro_kmsg_open(void);
+int krepro_kmsg_next(int fd, char *msg, size_t size);
+bool krepro_kernel_report(const char *msg);
+
 /* --- helpers several reproducers need (util.c) --- */
+
+/* Pin the calling thread to one CPU. BROKEN on error. */
+void krepro_pin_cpu(int cpu);
 
 /* Run argv[0] (searched in PATH) and wait; output goes to our stdout as "# "
  * lines. Returns the exit status, or -1 if it could not be run. */
