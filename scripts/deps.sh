@@ -6,5 +6,5 @@ need_pkgs \
 	build-essential cmake pkg-config git xz-utils python3 \
 	linux-source-6.1 bc bison flex libelf-dev libssl-dev ccache cpio kmod \
 	qemu-system-x86 busybox-static \
-	liburing-dev zlib1g-dev xfslibs-dev libbpf-dev \
+	liburing-dev zlib1g-dev xfslibs-dev libbpf-dev libmnl-dev libnftnl-dev \
 	xfsprogs iproute2

@@ -13,9 +13,9 @@
  */
 #define _GNU_SOURCE
 #include "krepro.h"
-#include "krepro_net.h"
 
 #include <errno.h>
+#include <libmnl/libmnl.h>
 #include <linux/can.h>
 #include <linux/can/j1939.h>
 #include <linux/can/raw.h>
@@ -48,20 +48,34 @@ static atomic_bool stop;
 
 static void setup(void)
 {
+	struct mnl_socket *rtnl;
 	char echo[8];
 
 	if (krepro_read_line("/sys/module/vcan/parameters/echo", echo, sizeof(echo)) < 0 ||
 	    echo[0] != 'Y')
 		krepro_broken("vcan's echo is off: boot with vcan.echo=1 (run-in-qemu.sh does)");
-	ifindex = krepro_link_add(IFNAME, "vcan");
-	krepro_link_up(IFNAME);
+	rtnl = krepro_nl_open(NETLINK_ROUTE);
+	krepro_link_add(rtnl, IFNAME, "vcan");
+	krepro_link_up(rtnl, IFNAME);
+	ifindex = krepro_link_index(rtnl, IFNAME);
+	mnl_socket_close(rtnl);
 	/* The receive of every frame vcan echoes goes to CPU 1's backlog. */
 	krepro_write_file("/sys/class/net/" IFNAME "/queues/rx-0/rps_cpus", "%x", 1u << RX_CPU);
 }
 
 static void cleanup(void)
 {
-	krepro_link_del(IFNAME);
+	struct mnl_socket *rtnl = mnl_socket_open(NETLINK_ROUTE);
+	int ret;
+
+	if (!rtnl || mnl_socket_bind(rtnl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		krepro_info("rtnetlink: %s; " IFNAME " left in place", strerror(errno));
+		return;
+	}
+	ret = krepro_link_del(rtnl, IFNAME);
+	if (ret && ret != -ENODEV)
+		krepro_info("delete " IFNAME ": %s", strerror(-ret));
+	mnl_socket_close(rtnl);
 }
 
 static int can_socket(int type, int proto)
