@@ -85,7 +85,8 @@ double krepro_elapsed(void);
  * and quote it (the harness scans kmsg after every run anyway).
  * krepro_kmsg_open(): /dev/kmsg positioned at its end, -1 on error.
  * krepro_kmsg_next(): the next message's text (no "pri,seq,ts;" prefix) into
- * msg; 1 when there was one, 0 when none is waiting (non-blocking).
+ * msg; 1 when there was one, 0 when none is waiting (non-blocking; reads
+ * one record per read(), as /dev/kmsg gives them).
  * krepro_kernel_report(): the message starts a kernel report (a row of
  * kernel-reports.tsv, the table the host classifier uses too).
  */
