@@ -234,15 +234,12 @@ static unsigned long read_taint(void)
 	return strtoul(buf, NULL, 10);
 }
 
-/* Kernel reports logged since `fd` was positioned at the mark. */
-static int scan_kmsg(int fd)
+/* Does a kernel message (without its kmsg prefix) start a kernel report? */
+bool krepro_kernel_report(const char *msg)
 {
 	static regex_t re[sizeof(kernel_report_patterns) / sizeof(kernel_report_patterns[0])];
 	static bool compiled;
 	const size_t nre = sizeof(re) / sizeof(re[0]);
-	char rec[8192];
-	int found = 0;
-	ssize_t n;
 
 	if (!compiled) {
 		for (size_t i = 0; i < nre; i++) {
@@ -254,6 +251,55 @@ static int scan_kmsg(int fd)
 		}
 		compiled = true;
 	}
+	for (size_t i = 0; i < nre; i++)
+		if (regexec(&re[i], msg, 0, NULL, 0) == 0)
+			return true;
+	return false;
+}
+
+int krepro_kmsg_open(void)
+{
+	int fd = open(KREPRO_KMSG_PATH, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd >= 0)
+		lseek(fd, 0, SEEK_END);
+	return fd;
+}
+
+int krepro_kmsg_next(int fd, char *msg, size_t size)
+{
+	char rec[8192], *text, *nl;
+	ssize_t n;
+
+	for (;;) {
+		n = read(fd, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EPIPE) {
+			krepro_info("kmsg overran: some kernel messages were lost");
+			continue;
+		}
+		if (n <= 0)
+			return 0;
+		rec[n] = '\0';
+		/* "pri,seq,ts,flags;message\n" then " KEY=value" lines. */
+		text = strchr(rec, ';');
+		if (!text)
+			continue;
+		text++;
+		nl = strchr(text, '\n');
+		if (nl)
+			*nl = '\0';
+		snprintf(msg, size, "%s", text);
+		return 1;
+	}
+}
+
+/* Kernel reports logged since `fd` was positioned at the mark. */
+static int scan_kmsg(int fd)
+{
+	char rec[8192];
+	int found = 0;
+	ssize_t n;
+
 	/* /dev/kmsg gives one record per read(): "pri,seq,ts,flags;message"
 	 * then " KEY=value" continuation lines; EAGAIN at the end, EPIPE if
 	 * records were overwritten before we read them. */
@@ -276,13 +322,10 @@ static int scan_kmsg(int fd)
 			if (line[0] == ' ' || !msg)
 				continue;
 			msg++;
-			for (size_t i = 0; i < nre; i++) {
-				if (regexec(&re[i], msg, 0, NULL, 0) == 0) {
-					if (found < MAX_REPORTS)
-						krepro_info("kernel report after the mark: %s", msg);
-					found++;
-					break;
-				}
+			if (krepro_kernel_report(msg)) {
+				if (found < MAX_REPORTS)
+					krepro_info("kernel report after the mark: %s", msg);
+				found++;
 			}
 		}
 	}
@@ -450,9 +493,7 @@ int krepro_main(const struct krepro_test *t, int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	clock_gettime(CLOCK_MONOTONIC, &t_start);
 	/* Open kmsg at its end before the mark: what we read later is ours. */
-	kmsg_fd = open(KREPRO_KMSG_PATH, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (kmsg_fd >= 0)
-		lseek(kmsg_fd, 0, SEEK_END);
+	kmsg_fd = krepro_kmsg_open();
 	kmsg_write("krepro: %s: start\n", t->name);
 
 	printf("KTAP version 1\n");

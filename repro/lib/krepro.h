@@ -81,7 +81,24 @@ void *krepro_safe_ptr_at(void *ret, const char *expr, const char *file, int line
 /* Seconds since the run started (monotonic). */
 double krepro_elapsed(void);
 
+/*
+ * Kernel messages, for a case that wants to stop at the first kernel report
+ * and quote it (the harness scans kmsg after every run anyway).
+ * krepro_kmsg_open(): /dev/kmsg positioned at its end, -1 on error.
+ * krepro_kmsg_next(): the next message's text (no "pri,seq,ts;" prefix) into
+ * msg; 1 when there was one, 0 when none is waiting (non-blocking; reads
+ * one record per read(), as /dev/kmsg gives them).
+ * krepro_kernel_report(): the message starts a kernel report (a row of
+ * kernel-reports.tsv, the table the host classifier uses too).
+ */
+int krepro_kmsg_open(void);
+int krepro_kmsg_next(int fd, char *msg, size_t size);
+bool krepro_kernel_report(const char *msg);
+
 /* --- helpers several reproducers need (util.c) --- */
+
+/* Pin the calling thread to one CPU. BROKEN on error. */
+void krepro_pin_cpu(int cpu);
 
 /* Run argv[0] (searched in PATH) and wait; output goes to our stdout as "# "
  * lines. Returns the exit status, or -1 if it could not be run. */
@@ -157,6 +174,9 @@ void krepro_link_add(struct mnl_socket *rtnl, const char *name, const char *kind
 void krepro_veth_add(struct mnl_socket *rtnl, const char *name, const char *peer,
 		     int peer_netns_fd);
 void krepro_link_up(struct mnl_socket *rtnl, const char *name);
+/* Delete a link: 0 or -errno (-ENODEV: no such link); never BROKEN, so a
+ * cleanup can call it whatever setup got to. */
+int krepro_link_del(struct mnl_socket *rtnl, const char *name);
 void krepro_addr_add(struct mnl_socket *rtnl, const char *name, const char *cidr);
 int krepro_link_index(struct mnl_socket *rtnl, const char *name);
 void krepro_link_stats(struct mnl_socket *rtnl, const char *name,

@@ -144,6 +144,13 @@ void krepro_link_up(struct mnl_socket *rtnl, const char *name)
 	must_request(rtnl, nlh, "set up", name);
 }
 
+int krepro_link_del(struct mnl_socket *rtnl, const char *name)
+{
+	char buf[256];
+
+	return krepro_nl_request(rtnl, link_msg(buf, RTM_DELLINK, 0, name), NULL, NULL);
+}
+
 struct link_info {
 	int index;
 	struct rtnl_link_stats64 stats;

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/loop.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,6 +285,17 @@ void krepro_mount(const char *dev, const char *fstype, const char *dir)
 		krepro_broken("mkdir %s: %s", dir, strerror(errno));
 	if (mount(dev, dir, fstype, 0, NULL) < 0)
 		krepro_broken("mount -t %s %s %s: %s", fstype, dev, dir, strerror(errno));
+}
+
+void krepro_pin_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	/* pid 0: the calling thread only. */
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		krepro_broken("pin to CPU %d: %s", cpu, strerror(errno));
 }
 
 void *krepro_dio_buf(size_t size, int byte)

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * can-j1939-echo: a CAN driver that echoes a sent frame must hand the stack a
+ * clone that holds its own reference on the sending socket. Before upstream
+ * 286228d382ba, can_create_echo_skb() passed the sender's own skb on when it
+ * was not shared; if the sender closed its socket while the echo still sat
+ * in a receive backlog, j1939_can_recv() later took a reference on a socket
+ * whose refcount was already 0: "refcount_t: addition on 0; use-after-free".
+ *
+ * vcan with echo=1 echoes in its xmit; RPS moves the receive to CPU 1, which
+ * 200 never-read CAN_RAW sockets slow down, so CPU 1's backlog lags while
+ * CPU 0 sends one frame per socket and closes it at once. See README.md.
+ */
+#define _GNU_SOURCE
+#include "krepro.h"
+
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <linux/can.h>
+#include <linux/can/j1939.h>
+#include <linux/can/raw.h>
+#include <linux/if_link.h>
+#include <linux/sock_diag.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define IFNAME		"vcan0"
+#define SENDER_CPU	0
+#define RX_CPU		1
+/* 29-bit id 0x1823ff40: priority 6, PGN 0x02300 to 0xff (broadcast), SA 0x40. */
+#define FRAME_ID	0x1823ff40
+#define FRAME_PGN	0x02300
+#define FRAME_SA	0x40
+#define LISTENERS	200	/* CAN_RAW sockets on vcan0 nobody reads */
+#define MAX_SENDS	20000
+#define MAX_SECONDS	20.0
+#define DRAIN_SECONDS	5.0
+#define BACKLOG		64	/* net.core.netdev_max_backlog during the race */
+#define KMSG_EVERY	64	/* sends between looks at kmsg */
+
+static int ifindex;
+static atomic_uint received, unexpected;
+static atomic_int rx_errno;
+static atomic_bool stop;
+
+static void setup(void)
+{
+	struct mnl_socket *rtnl;
+	char echo[8];
+
+	if (krepro_read_line("/sys/module/vcan/parameters/echo", echo, sizeof(echo)) < 0 ||
+	    echo[0] != 'Y')
+		krepro_broken("vcan's echo is off: boot with vcan.echo=1 (run-in-qemu.sh does)");
+	rtnl = krepro_nl_open(NETLINK_ROUTE);
+	krepro_link_add(rtnl, IFNAME, "vcan");
+	krepro_link_up(rtnl, IFNAME);
+	ifindex = krepro_link_index(rtnl, IFNAME);
+	mnl_socket_close(rtnl);
+	/* The receive of every frame vcan echoes goes to CPU 1's backlog. */
+	krepro_write_file("/sys/class/net/" IFNAME "/queues/rx-0/rps_cpus", "%x", 1u << RX_CPU);
+	/*
+	 * CPU 1 delivers only tens of echoes a second (each is cloned to the
+	 * listeners). A short backlog keeps the lag the race needs (an echo
+	 * still waits about a second after its socket closed) while the rest
+	 * are dropped and counted, so the backlog drains within DRAIN_SECONDS
+	 * and every echo can be accounted for at the end.
+	 */
+	krepro_write_file("/proc/sys/net/core/netdev_max_backlog", "%d", BACKLOG);
+}
+
+static void cleanup(void)
+{
+	struct mnl_socket *rtnl = mnl_socket_open(NETLINK_ROUTE);
+	int ret;
+
+	if (!rtnl || mnl_socket_bind(rtnl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		krepro_info("rtnetlink: %s; " IFNAME " left in place", strerror(errno));
+		return;
+	}
+	ret = krepro_link_del(rtnl, IFNAME);
+	if (ret && ret != -ENODEV)
+		krepro_info("delete " IFNAME ": %s", strerror(-ret));
+	mnl_socket_close(rtnl);
+}
+
+static int can_socket(int type, int proto)
+{
+	return (int)SAFE(socket(PF_CAN, type | SOCK_CLOEXEC, proto));
+}
+
+/* Like `testj1939 -B -r vcan0`: any name, PGN and address; broadcasts too. */
+static int j1939_receiver(void)
+{
+	struct sockaddr_can addr = {
+		.can_family = AF_CAN,
+		.can_ifindex = ifindex,
+		.can_addr.j1939 = { .name = J1939_NO_NAME, .pgn = J1939_NO_PGN,
+				    .addr = J1939_NO_ADDR },
+	};
+	struct timeval tv = { .tv_usec = 100000 };
+	int one = 1, fd = can_socket(SOCK_DGRAM, CAN_J1939);
+
+	SAFE(setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one)));
+	SAFE(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	SAFE(bind(fd, (struct sockaddr *)&addr, sizeof(addr)));
+	return fd;
+}
+
+static void *receive(void *arg)
+{
+	int fd = *(int *)arg;
+
+	krepro_pin_cpu(RX_CPU);
+	while (!atomic_load(&stop)) {
+		struct sockaddr_can from;
+		socklen_t len = sizeof(from);
+		unsigned char data[8];
+		ssize_t n = recvfrom(fd, data, sizeof(data), 0, (struct sockaddr *)&from, &len);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			atomic_store(&rx_errno, errno);
+			break;
+		}
+		if (n == 2 && data[0] == 0x01 && data[1] == 0x23 &&
+		    from.can_addr.j1939.pgn == FRAME_PGN && from.can_addr.j1939.addr == FRAME_SA)
+			atomic_fetch_add(&received, 1);
+		else
+			atomic_fetch_add(&unexpected, 1);
+	}
+	return NULL;
+}
+
+/* One round: a new CAN_RAW socket sends the frame and is closed at once. */
+static void send_and_close(unsigned int round)
+{
+	struct sockaddr_can addr = { .can_family = AF_CAN, .can_ifindex = ifindex };
+	struct can_frame frame = {
+		.can_id = FRAME_ID | CAN_EFF_FLAG, .len = 2, .data = { 0x01, 0x23 },
+	};
+	int fd = can_socket(SOCK_RAW, CAN_RAW);
+	ssize_t n;
+
+	SAFE(bind(fd, (struct sockaddr *)&addr, sizeof(addr)));
+	n = write(fd, &frame, sizeof(frame));
+	if (n != (ssize_t)sizeof(frame))
+		krepro_broken("round %u: write to CAN_RAW returned %zd: %s", round, n,
+			      n < 0 ? strerror(errno) : "short write");
+	close(fd);
+}
+
+/*
+ * Echoes the kernel dropped: netif_rx() when CPU 1's backlog is full (vcan0's
+ * rx_dropped), and the j1939 socket when its receive buffer is full.
+ */
+static unsigned long long echoes_dropped(struct mnl_socket *rtnl, int rx)
+{
+	struct rtnl_link_stats64 st;
+	unsigned int mem[SK_MEMINFO_VARS];
+	socklen_t len = sizeof(mem);
+
+	krepro_link_stats(rtnl, IFNAME, &st);
+	SAFE(getsockopt(rx, SOL_SOCKET, SO_MEMINFO, mem, &len));
+	return st.rx_dropped + mem[SK_MEMINFO_DROPS];
+}
+
+/*
+ * A kernel report after the race started? Quote it, with the j1939_can_recv
+ * frame of its trace (read on until the end of the trace, 2 s at most).
+ */
+static bool report_seen(int kmsg, unsigned int sent)
+{
+	char msg[1024], report[1024] = "", frame[256] = "";
+	double deadline;
+
+	while (krepro_kmsg_next(kmsg, msg, sizeof(msg)))
+		if (krepro_kernel_report(msg)) {
+			snprintf(report, sizeof(report), "%s", msg);
+			break;
+		}
+	if (!report[0])
+		return false;
+	deadline = krepro_elapsed() + 2.0;
+	while (krepro_elapsed() < deadline) {
+		if (!krepro_kmsg_next(kmsg, msg, sizeof(msg))) {
+			usleep(10000);
+			continue;
+		}
+		if (!strncmp(msg, "WARNING:", 8) || strstr(msg, "j1939_can_recv"))
+			krepro_info("kmsg: %s", msg);
+		if (!frame[0] && strstr(msg, "j1939_can_recv"))
+			snprintf(frame, sizeof(frame), "%s", msg + strspn(msg, " "));
+		if (strstr(msg, "---[ end trace"))
+			break;
+	}
+	if (frame[0])
+		krepro_fail("after %u sends (%.1f s): \"%s\", taken in %s: a reference on a "
+			    "closed socket", sent, krepro_elapsed(), report, frame);
+	else
+		krepro_fail("after %u sends (%.1f s): \"%s\" (no j1939_can_recv in its trace)",
+			    sent, krepro_elapsed(), report);
+	return true;
+}
+
+static void run_race(void)
+{
+	int listeners[LISTENERS], rx = j1939_receiver(), kmsg = krepro_kmsg_open();
+	struct sockaddr_can addr = { .can_family = AF_CAN, .can_ifindex = ifindex };
+	struct mnl_socket *rtnl = krepro_nl_open(NETLINK_ROUTE);
+	unsigned long long dropped_before = echoes_dropped(rtnl, rx), dropped = 0;
+	unsigned int sent = 0;
+	bool reported = false;
+	double start, deadline;
+	pthread_t thread;
+	int err;
+
+	if (kmsg < 0)
+		krepro_broken("open /dev/kmsg: %s", strerror(errno));
+	for (int i = 0; i < LISTENERS; i++) {
+		listeners[i] = can_socket(SOCK_RAW, CAN_RAW);
+		SAFE(bind(listeners[i], (struct sockaddr *)&addr, sizeof(addr)));
+	}
+	err = pthread_create(&thread, NULL, receive, &rx);
+	if (err)
+		krepro_broken("pthread_create: %s", strerror(err));
+	krepro_pin_cpu(SENDER_CPU);
+
+	start = krepro_elapsed();
+	while (sent < MAX_SENDS && krepro_elapsed() - start < MAX_SECONDS && !reported) {
+		send_and_close(sent);
+		sent++;
+		if (sent % KMSG_EVERY == 0)
+			reported = report_seen(kmsg, sent);
+	}
+	/* Every echo is received or counted as dropped, once CPU 1 catches up. */
+	deadline = krepro_elapsed() + DRAIN_SECONDS;
+	do {
+		usleep(100000);
+		dropped = echoes_dropped(rtnl, rx) - dropped_before;
+	} while (atomic_load(&received) + dropped < sent && krepro_elapsed() < deadline);
+	atomic_store(&stop, true);
+	pthread_join(thread, NULL);
+	if (!reported)
+		reported = report_seen(kmsg, sent);
+
+	krepro_info("%u frames sent in %.1f s (bound: %d sends or %.0f s); the j1939 "
+		    "receiver got %u echoes (and %u unexpected frames), the kernel dropped %llu "
+		    "(CPU 1's backlog full, or the j1939 socket's buffer)", sent,
+		    krepro_elapsed() - start, MAX_SENDS, MAX_SECONDS, atomic_load(&received),
+		    atomic_load(&unexpected), dropped);
+	if (atomic_load(&rx_errno))
+		krepro_broken("j1939 recvfrom: %s", strerror(atomic_load(&rx_errno)));
+	if (reported)
+		return;
+	if (atomic_load(&received) + dropped != sent || atomic_load(&unexpected))
+		krepro_fail("of %u frames sent, the j1939 receiver got %u echoes and the kernel "
+			    "dropped %llu (%u unexpected frames): echoes are missing",
+			    sent, atomic_load(&received), dropped, atomic_load(&unexpected));
+	else if (sent < MAX_SENDS && krepro_elapsed() - start < MAX_SECONDS)
+		krepro_broken("the race stopped after %u sends", sent);
+	else
+		krepro_pass("not reproduced in %u send-and-close rounds (%.1f s): no kernel "
+			    "report; %u echoes received, %llu dropped", sent,
+			    krepro_elapsed() - start, atomic_load(&received), dropped);
+	for (int i = 0; i < LISTENERS; i++)
+		close(listeners[i]);
+	close(rx);
+	close(kmsg);
+	mnl_socket_close(rtnl);
+}
+
+static const char *const kconfigs[] = {
+	"CONFIG_CAN_VCAN", "CONFIG_CAN_RAW", "CONFIG_CAN_J1939", "CONFIG_RPS", NULL,
+};
+
+static const struct krepro_case cases[] = {
+	{ "send_close_race", run_race },
+	{ NULL, NULL },
+};
+
+static const struct krepro_test test = {
+	.name = "can-j1939-echo",
+	.summary = "echo skb not cloned: j1939 takes a reference on a closed socket",
+	.fix_commit = "286228d382ba (\"can: can_create_echo_skb(): fix echo skb generation: "
+		      "always use skb_clone()\")",
+	.bug_commit = "0ae89beb283a (\"can: add destructor for self generated skbs\")",
+	.seed = "005-patch-can-can-create-echo-skb-fix-echo-skb-generation-always-u.patch",
+	.needs_kconfigs = kconfigs,
+	.min_cpus = 2,
+	.timeout = 60,
+	.cmdline = "vcan.echo=1",
+	.setup = setup,
+	.cleanup = cleanup,
+	.cases = cases,
+};
+
+KREPRO_MAIN(test)
