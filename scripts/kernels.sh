@@ -80,14 +80,25 @@ flavour_stamp() {
 	} | sha256sum | cut -d' ' -f1
 }
 
+# A fragment's arches: its "# krepro-arches:" line; without one, x86_64.
+fragment_arches() {
+	local a
+	a=$(sed -n 's/^# krepro-arches://p' "$1")
+	echo "${a:-x86_64}"
+}
+
+# base.config, the arch's own fragment, then every other fragment that names
+# this arch (a bug's options go only into the kernels its reproducer runs on).
 config_fragments() {
-	local f
+	local f a
 	echo "$PATCHES/config/base.config"
 	echo "$PATCHES/config/$KREPRO_ARCH.config"
 	for f in "$PATCHES"/config/*.config; do
-		case $(basename "$f") in base.config | x86_64.config | arm.config) continue ;; esac
-		echo "$f"
+		case " base $KREPRO_ARCHES " in *" $(basename "$f" .config) "*) continue ;; esac
+		a=$(fragment_arches "$f")
+		case " $a " in *" $KREPRO_ARCH "*) echo "$f" ;; esac
 	done
+	return 0
 }
 
 # Put the tree on branch krepro-FLAVOUR = pristine + the flavour's series.
@@ -122,7 +133,8 @@ make_config() {
 	for f in "${frags[@]}"; do [ -f "$f" ] || die "missing config fragment ${f#"$KREPRO_TOP"/}"; done
 	mkdir -p "$OBJ"
 	# -n: start from allnoconfig, so only what the fragments ask for is built.
-	(cd "$KREPRO_TREE" && ARCH=$(kbuild_arch) scripts/kconfig/merge_config.sh -n -O "$OBJ" "${frags[@]}") \
+	# Kconfig asks the (cross) compiler what it supports: the same one as the build.
+	(cd "$KREPRO_TREE" && ARCH=$(kbuild_arch) CROSS_COMPILE=$(cross_compile) scripts/kconfig/merge_config.sh -n -O "$OBJ" "${frags[@]}") \
 		>"$OBJ/merge_config.log" 2>&1 || {
 		tail -20 "$OBJ/merge_config.log" >&2
 		die "merge_config.sh failed; see $OBJ/merge_config.log"
@@ -149,6 +161,8 @@ make_config() {
 }
 
 kbuild_arch() { case $KREPRO_ARCH in x86_64) echo x86 ;; *) echo "$KREPRO_ARCH" ;; esac; }
+cross_compile() { case $KREPRO_ARCH in arm) echo arm-linux-gnueabihf- ;; esac; }
+cross_pkgs() { case $KREPRO_ARCH in arm) echo gcc-arm-linux-gnueabihf ;; esac; }
 image_path_in_obj() { case $KREPRO_ARCH in x86_64) echo arch/x86/boot/bzImage ;; arm) echo arch/arm/boot/zImage ;; esac; }
 
 build_flavour() {
@@ -159,16 +173,19 @@ build_flavour() {
 		log "$flavour kernel is up to date: $img"
 		return 0
 	fi
+	# shellcheck disable=SC2046
+	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod $(cross_pkgs)
 	checkout_flavour "$flavour"
 	make_config
-	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod
 	mkdir -p "$KREPRO_KERNELS"
 	local t0 t1 logf=$img.build.log
 	t0=$(date +%s)
 	log "building the $flavour kernel (make -j$JOBS, log: $logf)"
 	# A fixed build identity keeps init/version.c (and ccache) stable across builds.
+	local cross
+	cross=$(cross_compile)
 	if ! make -C "$KREPRO_TREE" O="$OBJ" ARCH="$(kbuild_arch)" -j"$JOBS" \
-		CC="ccache gcc" KBUILD_BUILD_USER=krepro KBUILD_BUILD_HOST=krepro \
+		${cross:+CROSS_COMPILE="$cross"} CC="ccache ${cross}gcc" KBUILD_BUILD_USER=krepro KBUILD_BUILD_HOST=krepro \
 		KBUILD_BUILD_TIMESTAMP="krepro $flavour" \
 		"$(basename "$(image_path_in_obj)")" >"$logf" 2>&1; then
 		grep -E 'error|Error' "$logf" | head -20 >&2
