@@ -2,19 +2,25 @@
 #
 #   make repro-all   build what is missing, run every reproducer on both flavours
 #   make test        unit tests, patch-series check and the VM matrix (CI runs this)
-#   make kernels     build the unpatched and patched kernels
-#   make guest       build the reproducers and the guest initramfs
+#   make kernels     build the unpatched and patched kernels (x86_64 and arm)
+#   make guest       build the reproducers and the x86_64 guest initramfs
+#   make guest-arm   cross-build the ARM reproducers and the armhf guest initramfs
 #   make check-patches
 #
 # Variables: REPEAT (guest runs per reproducer and flavour, default 10),
-# REPROS (default: all), KREPRO_CACHE (kernel tree, objects, images, ccache).
+# REPROS (default: all x86_64 ones), ARM_REPROS (default: all arm ones),
+# KREPRO_CACHE (kernel tree, objects, images, ccache).
 
 BUILD   ?= build
 REPEAT  ?= 10
 REPROS  ?= $(shell ./run-in-qemu.sh --list)
+ARM_REPROS ?= $(shell ./run-in-qemu.sh --arch arm --list)
 CMAKE_STAMP := $(BUILD)/CMakeCache.txt
+# The ARM guest's reproducers: a cross build beside the native one.
+ARM_BUILD := $(BUILD)/arm
+ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
 
-.PHONY: all deps build guest kernels repro-all test unit check-patches clean
+.PHONY: all deps build build-arm guest guest-arm kernels repro-all test unit check-patches clean
 
 all: build
 
@@ -31,8 +37,21 @@ build: $(CMAKE_STAMP)
 guest: build
 	@guest-image/build.sh $(BUILD)/guest/initramfs.cpio $(BUILD)/repro
 
+$(ARM_CMAKE_STAMP): CMakeLists.txt cmake/arm-linux-gnueabihf.cmake
+	@KREPRO_ARCH=arm bash -c '. scripts/common.sh && need_arch_pkgs'
+	@cmake -S . -B $(ARM_BUILD) -DCMAKE_BUILD_TYPE= \
+		-DCMAKE_TOOLCHAIN_FILE=cmake/arm-linux-gnueabihf.cmake >/dev/null
+
+build-arm: $(ARM_CMAKE_STAMP)
+	@cmake --build $(ARM_BUILD) -- --no-print-directory -s
+
+# The native build too: the host runner reads each reproducer's --describe.
+guest-arm: build build-arm
+	@guest-image/build.sh --arch arm $(ARM_BUILD)/guest/initramfs.cpio $(ARM_BUILD)/repro
+
 kernels:
 	@scripts/kernels.sh build
+	@KREPRO_ARCH=arm scripts/kernels.sh build
 
 check-patches:
 	@scripts/kernels.sh check-patches
@@ -40,8 +59,14 @@ check-patches:
 unit: build
 	@cd $(BUILD) && ctest --output-on-failure
 
-repro-all: kernels guest
-	@./run-in-qemu.sh --kernel unpatched --kernel patched --repeat $(REPEAT) --expect $(REPROS)
+# Both arches' matrices run; the first one's failure status is the target's.
+repro-all: kernels guest guest-arm
+	@rc=0; \
+	./run-in-qemu.sh --kernel unpatched --kernel patched --repeat $(REPEAT) --expect \
+		$(REPROS) || rc=$$?; \
+	./run-in-qemu.sh --arch arm --kernel unpatched --kernel patched --repeat $(REPEAT) \
+		--expect $(ARM_REPROS) || [ $$rc -ne 0 ] || rc=$$?; \
+	exit $$rc
 
 # check-patches first: it fetches the kernel tree the patch-error unit test uses.
 test: deps

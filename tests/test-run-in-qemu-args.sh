@@ -38,6 +38,19 @@ check 2 "--repeat 0" "$run" --repeat 0 xfs-nowait-dio
 check 2 "--timeout abc" "$run" --timeout abc xfs-nowait-dio
 check 2 "--accel bogus" "$run" --accel bogus xfs-nowait-dio
 check 2 "--kernel without value" "$run" --kernel
+# Arches: each lists and accepts its own reproducers only.
+check 0 "--arch arm --list" "$run" --arch arm --list
+contains "arm lists arm-kprobe-fortify" "arm-kprobe-fortify"
+check 0 "--list is x86_64's" "$run" --list
+if grep -qx arm-kprobe-fortify <<<"$LAST"; then
+	fail=$((fail + 1)); echo "not ok - x86_64 --list has arm-kprobe-fortify"
+else pass=$((pass + 1)); echo "ok - x86_64 --list lacks arm-kprobe-fortify"; fi
+check 2 "an arm reproducer on x86_64" "$run" arm-kprobe-fortify
+contains "the arch is named" "unknown reproducer 'arm-kprobe-fortify' for x86_64"
+check 2 "an x86 reproducer on arm" "$run" --arch arm xfs-nowait-dio
+check 2 "--arch bogus" "$run" --arch sparc xfs-nowait-dio
+check 2 "--arch arm: a bzImage is not a zImage" "$run" --arch arm --kernel /etc/hostname arm-kprobe-fortify
+contains "not-a-zImage is explained" "not an ARM zImage"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
