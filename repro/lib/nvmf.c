@@ -51,6 +51,15 @@ static bool exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
+void krepro_nvmf_preflight(const struct krepro_nvmf *t)
+{
+	if (!exists(t->window_param))
+		krepro_skip("%s: %s: the kernel lacks the krepro window patch of this reproducer "
+			    "(kernel-patches/<reproducer>/window-*)", t->window_param, strerror(errno));
+	if (!exists(t->device))
+		krepro_broken("%s: %s (null_blk built in?)", t->device, strerror(errno));
+}
+
 void krepro_nvmet_setup(const struct krepro_nvmf *t)
 {
 	char subsys[256], ns[300], path[400];
@@ -283,15 +292,26 @@ static void count_kmsg(int fd, int instance, struct kmsg_counts *c)
 	}
 }
 
-static void storm_stop_injection(void)
+static void storm_set_injection(unsigned int percent)
 {
+	char val[16];
 	int fd = open(FAIL_DIR "/probability", O_WRONLY);
+	int len = snprintf(val, sizeof(val), "%u", percent);
 
 	if (fd >= 0) {
-		if (write(fd, "0", 1) != 1)
-			krepro_info("cannot stop fault injection: %s", strerror(errno));
+		if (write(fd, val, (size_t)len) != len)
+			krepro_info("cannot set fault injection to %u%%: %s", percent,
+				    strerror(errno));
 		close(fd);
 	}
+}
+
+static bool ctrl_live(int instance)
+{
+	char path[64], state[32];
+
+	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d/state", instance);
+	return krepro_read_line(path, state, sizeof(state)) >= 0 && !strcmp(state, "live");
 }
 
 bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
@@ -303,7 +323,8 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 	unsigned long taint0, taint;
 	unsigned long done = 0, errors = 0;
 	double t0, t_end, worst = 0;
-	bool failed = false;
+	bool failed = false, injecting = false;
+	unsigned int gated = 0;
 	int kfd;
 
 	snprintf(disk, sizeof(disk), "nvme%dn1", s->instance);
@@ -339,11 +360,10 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 	readers = shared->r;
 	snprintf(path, sizeof(path), "/dev/%s", disk);
 	reader_pid = start_readers(path);
-	krepro_write_file(FAIL_DIR "/probability", "%u", s->fail_percent);
 	krepro_info("storm: %u O_DIRECT readers on %s, io_timeout %u ms, %u%% of completions "
-		    "dropped (fail_io_timeout); bound %.0f s or %u error recoveries",
-		    s->threads, path, s->io_timeout_ms, s->fail_percent, s->storm_s,
-		    s->max_recoveries);
+		    "dropped (fail_io_timeout) while the controller is live; bound %.0f s or "
+		    "%u error recoveries", s->threads, path, s->io_timeout_ms, s->fail_percent,
+		    s->storm_s, s->max_recoveries);
 
 	t0 = now_s();
 	t_end = t0 + s->storm_s;
@@ -378,15 +398,22 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 		}
 		if (storming && (failed || now >= t_end || kc.recoveries >= s->max_recoveries)) {
 			storming = false;
-			storm_stop_injection();
+			storm_set_injection(0);
+			injecting = false;
 			atomic_store(&shared->stop, true);
 			krepro_info("storm stopped after %.1f s: %u timeouts, %u error recoveries, "
 				    "%u reconnects; draining", now - t0, kc.timeouts, kc.recoveries,
 				    kc.reconnects);
 		}
+		/* Drop completions only while live (nvmf.h). */
+		if (storming && ctrl_live(s->instance) != injecting) {
+			injecting = !injecting;
+			storm_set_injection(injecting ? s->fail_percent : 0);
+			gated += !injecting;
+		}
 		if (!storming && (running == 0 || failed))
 			break;
-		sleep_ms(100);
+		sleep_ms(50);
 	}
 	if (failed) {
 		/* Readers may be stuck in the kernel: leave their process. */
@@ -410,9 +437,10 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 	if (krepro_read_line(path, state, sizeof(state)) < 0)
 		snprintf(state, sizeof(state), "?");
 	krepro_info("%lu reads completed, %lu failed with an error; longest read %.1f s; "
-		    "%u timeouts, %u error recoveries, %u reconnects, window messages %u; "
-		    "controller %s", done, errors, worst, kc.timeouts, kc.recoveries,
-		    kc.reconnects, kc.window, state);
+		    "%u timeouts, %u error recoveries, %u reconnects, window messages %u, "
+		    "injection paused %u times (controller not live); controller %s", done,
+		    errors, worst, kc.timeouts, kc.recoveries, kc.reconnects, kc.window, gated,
+		    state);
 	if (kc.timeouts == 0 || kc.recoveries == 0)
 		krepro_broken("no request timed out or no error recovery ran: the storm tested "
 			      "nothing (%u timeouts, %u recoveries)", kc.timeouts, kc.recoveries);
@@ -427,7 +455,7 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 	return true;
 }
 
-void krepro_nvme_timeout_case(int instance, const char *window_param)
+void krepro_nvme_timeout_case(const struct krepro_nvmf *t, int instance)
 {
 	const struct krepro_nvme_storm storm = {
 		.instance = instance,
@@ -437,22 +465,22 @@ void krepro_nvme_timeout_case(int instance, const char *window_param)
 		.storm_s = 60,
 		.max_recoveries = 8,
 		.stall_s = 90,
-		.window_param = window_param,
+		.window_param = t->window_param,
 		/* Three I/O timeouts: a request re-armed by the first timeout
 		 * (BLK_EH_RESET_TIMER) expires again inside the window. */
 		.window_ms = 1500,
 	};
-	double t;
+	double t0;
 
 	if (!krepro_nvme_timeout_storm(&storm))
 		return;	/* failed: the cleanup tries the delete, bounded */
 	/* Deleting the controller tears it down once more, with the window. */
-	t = now_s();
+	t0 = now_s();
 	if (krepro_nvmf_delete(instance, 60) < 0)
 		krepro_fail("deleting nvme%d did not finish within 60 s (teardown blocked)",
 			    instance);
 	else
-		krepro_info("nvme%d deleted in %.1f s", instance, now_s() - t);
+		krepro_info("nvme%d deleted in %.1f s", instance, now_s() - t0);
 }
 
 void krepro_nvmf_teardown(const struct krepro_nvmf *t, int instance)

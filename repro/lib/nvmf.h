@@ -19,7 +19,13 @@ struct krepro_nvmf {
 	const char *nqn;	/* subsystem NQN */
 	const char *device;	/* namespace backing device, e.g. /dev/nullb0 */
 	const char *host_opts;	/* extra /dev/nvme-fabrics options, comma-separated */
+	/* krepro window knob of the host transport (module parameter file) */
+	const char *window_param;
 };
+
+/* Setup checks both reproducers share: SKIP when the kernel lacks the window
+ * parameter (not a krepro kernel), BROKEN when t->device is missing. */
+void krepro_nvmf_preflight(const struct krepro_nvmf *t);
 
 /* nvmet subsystem (any host), namespace 1 on t->device, port 1 on
  * t->traddr:t->trsvcid, linked. BROKEN on error. */
@@ -52,15 +58,19 @@ struct krepro_nvme_storm {
  * not finish; PASS when the bound was reached clean, every read completed or
  * failed with an error, and at least one error recovery happened. BROKEN when
  * no timeout fired (the storm did not test anything). Returns true on PASS.
+ *
+ * Completions are dropped only while the controller is live: during error
+ * recovery and reconnects injection is off, so a reconnect is not held up
+ * for NVME_IO_TIMEOUT (30 s) by requests it re-issues being dropped again.
  */
 bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s);
 
 /*
  * The nvme-*-timeout case: the storm with the suite's figures (README of
- * nvme-tcp-timeout) and the window knob `window_param` switched on, then the
- * controller deleted, which must finish within a minute.
+ * nvme-tcp-timeout) and t's window knob switched on, then the controller
+ * deleted, which must finish within a minute.
  */
-void krepro_nvme_timeout_case(int instance, const char *window_param);
+void krepro_nvme_timeout_case(const struct krepro_nvmf *t, int instance);
 
 /* Cleanup for those reproducers: delete the controller if it is still there
  * (bounded), then the target. Never BROKEN. */

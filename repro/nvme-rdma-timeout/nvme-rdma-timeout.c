@@ -16,14 +16,9 @@
 #include "krepro.h"
 #include "nvmf.h"
 
-#include <errno.h>
 #include <libmnl/libmnl.h>
 #include <linux/netlink.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/stat.h>
-
-#define WINDOW_PARAM	"/sys/module/nvme_rdma/parameters/krepro_teardown_delay_ms"
 
 static const struct krepro_nvmf target = {
 	.trtype = "rdma",
@@ -32,6 +27,7 @@ static const struct krepro_nvmf target = {
 	.nqn = "krepro-nvme-rdma-timeout",
 	.device = "/dev/nullb0",
 	.host_opts = "reconnect_delay=1,ctrl_loss_tmo=-1",
+	.window_param = "/sys/module/nvme_rdma/parameters/krepro_teardown_delay_ms",
 };
 
 static int instance = -1;
@@ -40,15 +36,10 @@ static void setup(void)
 {
 	static const char *const rxe[] = { "rdma", "link", "add", "rxe0", "type", "rxe",
 					   "netdev", "veth0", NULL };
-	struct stat st;
+	struct mnl_socket *rtnl;
 
-	if (stat(WINDOW_PARAM, &st) < 0)
-		krepro_skip(WINDOW_PARAM ": %s: the kernel lacks the krepro window patch "
-			    "(kernel-patches/nvme-rdma-timeout/window-*)", strerror(errno));
-	if (stat(target.device, &st) < 0)
-		krepro_broken("%s: %s (null_blk built in?)", target.device, strerror(errno));
-	struct mnl_socket *rtnl = krepro_nl_open(NETLINK_ROUTE);
-
+	krepro_nvmf_preflight(&target);
+	rtnl = krepro_nl_open(NETLINK_ROUTE);
 	krepro_link_up(rtnl, "lo");
 	krepro_veth_add(rtnl, "veth0", "veth1", -1);
 	krepro_addr_add(rtnl, "veth0", "10.0.0.1/24");
@@ -72,7 +63,7 @@ static void cleanup(void)
 
 static void run_storm(void)
 {
-	krepro_nvme_timeout_case(instance, WINDOW_PARAM);
+	krepro_nvme_timeout_case(&target, instance);
 }
 
 static const char *const kconfigs[] = { "CONFIG_NVME_RDMA", "CONFIG_NVME_TARGET_RDMA",

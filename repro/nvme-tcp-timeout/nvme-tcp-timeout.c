@@ -18,14 +18,8 @@
 #include "krepro.h"
 #include "nvmf.h"
 
-#include <errno.h>
 #include <libmnl/libmnl.h>
 #include <linux/netlink.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/stat.h>
-
-#define WINDOW_PARAM	"/sys/module/nvme_tcp/parameters/krepro_teardown_delay_ms"
 
 static const struct krepro_nvmf target = {
 	.trtype = "tcp",
@@ -35,21 +29,17 @@ static const struct krepro_nvmf target = {
 	.device = "/dev/nullb0",
 	/* Reconnect after 1 s, forever: the controller must survive the storm. */
 	.host_opts = "reconnect_delay=1,ctrl_loss_tmo=-1",
+	.window_param = "/sys/module/nvme_tcp/parameters/krepro_teardown_delay_ms",
 };
 
 static int instance = -1;
 
 static void setup(void)
 {
-	struct stat st;
+	struct mnl_socket *rtnl;
 
-	if (stat(WINDOW_PARAM, &st) < 0)
-		krepro_skip(WINDOW_PARAM ": %s: the kernel lacks the krepro window patch "
-			    "(kernel-patches/nvme-tcp-timeout/window-*)", strerror(errno));
-	if (stat(target.device, &st) < 0)
-		krepro_broken("%s: %s (null_blk built in?)", target.device, strerror(errno));
-	struct mnl_socket *rtnl = krepro_nl_open(NETLINK_ROUTE);
-
+	krepro_nvmf_preflight(&target);
+	rtnl = krepro_nl_open(NETLINK_ROUTE);
 	krepro_link_up(rtnl, "lo");
 	mnl_socket_close(rtnl);
 	krepro_nvmet_setup(&target);
@@ -63,7 +53,7 @@ static void cleanup(void)
 
 static void run_storm(void)
 {
-	krepro_nvme_timeout_case(instance, WINDOW_PARAM);
+	krepro_nvme_timeout_case(&target, instance);
 }
 
 static const char *const kconfigs[] = { "CONFIG_NVME_TCP", "CONFIG_NVME_TARGET_TCP",
