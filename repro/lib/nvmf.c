@@ -257,7 +257,7 @@ static unsigned long read_taint(void)
 }
 
 struct kmsg_counts {
-	unsigned int timeouts, recoveries, reconnects, window;
+	unsigned int timeouts, recoveries, reconnects, failed_reconnects, window;
 };
 
 /* Count the nvme lines that show the storm doing its work. */
@@ -289,6 +289,8 @@ static void count_kmsg(int fd, int instance, struct kmsg_counts *c)
 			c->recoveries++;
 		else if (strstr(msg, "Successfully reconnected"))
 			c->reconnects++;
+		else if (strstr(msg, "Failed reconnect attempt"))
+			c->failed_reconnects++;
 	}
 }
 
@@ -391,8 +393,10 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 				worst = now - st;
 			if (st > 0 && now - st > s->stall_s && !failed) {
 				krepro_fail("reader %u: a 4 KiB read outstanding for %.0f s never "
-					    "completed (%u timeouts, %u error recoveries so far)",
-					    i, now - st, kc.timeouts, kc.recoveries);
+					    "completed (%u timeouts, %u error recoveries, %u "
+					    "reconnects, %u failed reconnects so far)", i, now - st,
+					    kc.timeouts, kc.recoveries, kc.reconnects,
+					    kc.failed_reconnects);
 				failed = true;
 			}
 		}
@@ -437,10 +441,10 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 	if (krepro_read_line(path, state, sizeof(state)) < 0)
 		snprintf(state, sizeof(state), "?");
 	krepro_info("%lu reads completed, %lu failed with an error; longest read %.1f s; "
-		    "%u timeouts, %u error recoveries, %u reconnects, window messages %u, "
-		    "injection paused %u times (controller not live); controller %s", done,
-		    errors, worst, kc.timeouts, kc.recoveries, kc.reconnects, kc.window, gated,
-		    state);
+		    "%u timeouts, %u error recoveries, %u reconnects (%u failed), window "
+		    "messages %u, injection paused %u times (controller not live); controller "
+		    "%s", done, errors, worst, kc.timeouts, kc.recoveries, kc.reconnects,
+		    kc.failed_reconnects, kc.window, gated, state);
 	if (kc.timeouts == 0 || kc.recoveries == 0)
 		krepro_broken("no request timed out or no error recovery ran: the storm tested "
 			      "nothing (%u timeouts, %u recoveries)", kc.timeouts, kc.recoveries);
@@ -464,7 +468,7 @@ void krepro_nvme_timeout_case(const struct krepro_nvmf *t, int instance)
 		.fail_percent = 10,
 		.storm_s = 60,
 		.max_recoveries = 8,
-		.stall_s = 90,
+		.stall_s = 30,
 		.window_param = t->window_param,
 		/* Three I/O timeouts: a request re-armed by the first timeout
 		 * (BLK_EH_RESET_TIMER) expires again inside the window. */
