@@ -468,7 +468,13 @@ void krepro_nvme_timeout_case(const struct krepro_nvmf *t, int instance)
 		.fail_percent = 10,
 		.storm_s = 60,
 		.max_recoveries = 8,
-		.stall_s = 30,
+		/*
+		 * On a correct kernel a read waits at most nvme_max_retries + 1
+		 * (6) recovery cycles (io_timeout + window + reconnect_delay +
+		 * connect, 4-5 s under TCG), then fails with an error: about
+		 * 30 s. Twice that is a stall.
+		 */
+		.stall_s = 60,
 		.window_param = t->window_param,
 		/* Three I/O timeouts: a request re-armed by the first timeout
 		 * (BLK_EH_RESET_TIMER) expires again inside the window. */
