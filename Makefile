@@ -48,8 +48,8 @@ repro-all: kernels guest
 	@./run-in-qemu.sh --kernel unpatched --kernel patched --repeat $(REPEAT) --expect $(REPROS)
 
 # A sweep passes on both flavours unless a kernel crashes: no --expect.
-# Not every not-in-matrix reproducer is a sweep (nvme-*-timeout are there until
-# their FAIL rate is measured), so the sweeps are named.
+# Not every not-in-matrix reproducer is a sweep (nvme-rdma-timeout is there
+# until its 20 runs each way are measured), so the sweeps are named.
 SWEEPS  ?= xfs-rmap-fuzz
 sweeps: kernels guest
 	@./run-in-qemu.sh --kernel unpatched --kernel patched $(SWEEPS)
