@@ -4,6 +4,12 @@
 KREPRO_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 KREPRO_CACHE=${KREPRO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/krepro}
 KREPRO_ARCH=${KREPRO_ARCH:-x86_64}
+# Guest architectures: each has kernel-patches/config/<arch>.config.
+KREPRO_ARCHES="x86_64 arm"
+case " $KREPRO_ARCHES " in *" $KREPRO_ARCH "*) ;; *)
+	printf 'krepro: error: KREPRO_ARCH=%s: known arches are %s\n' "$KREPRO_ARCH" "$KREPRO_ARCHES" >&2
+	exit 2 ;;
+esac
 # The kernel tree: Debian's linux-source-6.1 as a git repository, so flavours are
 # branches and switching between them rewrites only the files that differ.
 KREPRO_TREE=$KREPRO_CACHE/linux-6.1
@@ -36,6 +42,11 @@ need_pkgs() {
 }
 
 # Image path of a built flavour.
-kernel_image() { echo "$KREPRO_KERNELS/bzImage-$KREPRO_ARCH-$1"; }
+kernel_image() {
+	case $KREPRO_ARCH in
+	arm) echo "$KREPRO_KERNELS/zImage-arm-$1" ;;
+	*) echo "$KREPRO_KERNELS/bzImage-$KREPRO_ARCH-$1" ;;
+	esac
+}
 
 mkdir -p "$KREPRO_CACHE"
