@@ -41,6 +41,27 @@ need_pkgs() {
 	fi
 }
 
+# Enable a Debian foreign architecture (armhf: the ARM guest's libraries and
+# busybox). The next need_pkgs install fails on the stale lists, then updates.
+need_foreign_arch() {
+	dpkg --print-foreign-architectures | grep -qxF "$1" && return 0
+	[ "$(id -u)" -eq 0 ] || die "Debian architecture $1 missing (run: sudo dpkg --add-architecture $1)"
+	log "adding Debian architecture $1"
+	dpkg --add-architecture "$1"
+	apt-get update >>"$KREPRO_CACHE/apt.log" 2>&1 || die "apt-get update failed; see $KREPRO_CACHE/apt.log"
+}
+
+# Host packages for building and booting KREPRO_ARCH's guests.
+need_arch_pkgs() {
+	case $KREPRO_ARCH in
+	x86_64) need_pkgs qemu-system-x86 busybox-static zlib1g-dev ;;
+	arm)
+		need_foreign_arch armhf
+		need_pkgs qemu-system-arm gcc-arm-linux-gnueabihf libc6-dev-armhf-cross zlib1g-dev:armhf
+		;;
+	esac
+}
+
 # Image path of a built flavour.
 kernel_image() {
 	case $KREPRO_ARCH in

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -426,6 +427,36 @@ static int run_test(const struct krepro_test *t, int ncases)
 	return KREPRO_PASS;
 }
 
+static const char *test_arches(const struct krepro_test *t)
+{
+	return t->arches ? t->arches : "x86_64";
+}
+
+/* This machine's krepro arch name ("armv7l" is "arm"), or NULL. */
+static const char *machine_arch(void)
+{
+	static struct utsname u;
+
+	if (uname(&u) < 0)
+		return NULL;
+	if (!strcmp(u.machine, "x86_64"))
+		return "x86_64";
+	if (!strncmp(u.machine, "arm", 3))
+		return "arm";
+	return u.machine;
+}
+
+static bool runs_on(const struct krepro_test *t, const char *arch)
+{
+	const char *list = test_arches(t);
+	size_t len = arch ? strlen(arch) : 0;
+
+	for (const char *p = list; arch && (p = strstr(p, arch)); p += len)
+		if ((p == list || p[-1] == ' ') && (p[len] == '\0' || p[len] == ' '))
+			return true;
+	return false;
+}
+
 static void describe(const struct krepro_test *t)
 {
 	printf("name=%s\n", t->name);
@@ -433,6 +464,7 @@ static void describe(const struct krepro_test *t)
 	printf("fix=%s\n", t->fix_commit ? t->fix_commit : "");
 	printf("introduced=%s\n", t->bug_commit ? t->bug_commit : "");
 	printf("seed=%s\n", t->seed ? t->seed : "");
+	printf("arches=%s\n", test_arches(t));
 	printf("min_cpus=%u\n", t->min_cpus ? t->min_cpus : 1);
 	printf("timeout=%u\n", t->timeout);
 	printf("cmdline=%s\n", t->cmdline ? t->cmdline : "");
@@ -507,7 +539,11 @@ int krepro_main(const struct krepro_test *t, int argc, char **argv)
 	taint_before = read_taint();
 	if (missing < 0)
 		krepro_info("no /proc/config.gz: kernel options not checked");
-	if (t->min_cpus && cpus < (long)t->min_cpus) {
+	if (!runs_on(t, machine_arch())) {
+		snprintf(why, sizeof(why), "runs on %s, this machine is %s", test_arches(t),
+			 machine_arch() ? machine_arch() : "unknown");
+		overall = KREPRO_SKIP;
+	} else if (t->min_cpus && cpus < (long)t->min_cpus) {
 		snprintf(why, sizeof(why), "needs %u CPUs, has %ld", t->min_cpus, cpus);
 		overall = KREPRO_SKIP;
 	} else if (missing > 0) {
