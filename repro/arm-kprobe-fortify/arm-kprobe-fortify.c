@@ -197,8 +197,11 @@ static void run_kprobe_events(void)
 	if (register_in_child("kprobe_events 'p:krepro/kp " EVENTS_FUNC "'",
 			      add_kprobe_event) != 0)
 		return;
-	expect_optimized(EVENTS_FUNC);
+	/* A trace_kprobe is registered disabled (its template already copied:
+	 * register_kprobe() prepares the optimized probe either way) and is
+	 * optimized once enabled. */
 	krepro_write_file(EVENT_ENABLE, "1");
+	expect_optimized(EVENTS_FUNC);
 	before = kprobe_hits();
 	do_fork();
 	after = kprobe_hits();
