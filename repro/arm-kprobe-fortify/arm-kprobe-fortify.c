@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,6 +56,25 @@
 #define REGISTER_SECONDS 10
 #define OPTIMIZE_SECONDS 5
 
+/*
+ * Wait about 100 ms. Deadlines are kept with krepro_elapsed() (CLOCK_MONOTONIC),
+ * not by counting naps: on the allnoconfig ARM kernel (no COMPAT_32BIT_TIME)
+ * glibc's usleep() was seen to return at once, so a nap may be a yield.
+ */
+static void nap(void)
+{
+	static bool told;
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	int err = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+
+	if (err && err != EINTR) {
+		if (!told)
+			krepro_info("clock_nanosleep: %s: polling without sleeping", strerror(err));
+		told = true;
+		sched_yield();
+	}
+}
+
 static bool wedged(void)
 {
 	return access(WEDGED, F_OK) == 0;
@@ -76,13 +96,15 @@ static int register_in_child(const char *what, int (*fn)(void))
 		krepro_broken("fork: %s", strerror(errno));
 	if (pid == 0)
 		_exit(fn());
-	for (int i = 0; i < REGISTER_SECONDS * 10; i++) {
+	for (double end = krepro_elapsed() + REGISTER_SECONDS;;) {
 		pid_t r = waitpid(pid, &status, WNOHANG);
 
 		if (r < 0)
 			krepro_broken("waitpid: %s", strerror(errno));
 		if (r == 0) {
-			usleep(100 * 1000);
+			if (krepro_elapsed() >= end)
+				break;
+			nap();
 			continue;
 		}
 		if (WIFEXITED(status))
@@ -107,7 +129,7 @@ static void expect_optimized(const char *func)
 	char want[128], line[256], seen[256] = "";
 
 	snprintf(want, sizeof(want), " %s+0x0 ", func);
-	for (int i = 0; i < OPTIMIZE_SECONDS * 10; i++) {
+	for (double end = krepro_elapsed() + OPTIMIZE_SECONDS; krepro_elapsed() < end; nap()) {
 		FILE *f = fopen(KPROBE_LIST, "re");
 
 		if (!f)
@@ -124,7 +146,6 @@ static void expect_optimized(const char *func)
 			}
 		}
 		fclose(f);
-		usleep(100 * 1000);
 	}
 	if (seen[0])
 		krepro_broken("%s was probed but not optimized in %d s (kprobes/list: %s): "
