@@ -188,7 +188,8 @@ static int add_kprobe_event(void)
 	return 0;
 }
 
-/* Hits of krepro/kp in kprobe_profile ("  krepro/kp   HITS   MISSES"). */
+/* Hits of krepro/kp in kprobe_profile: "  kp   HITS   MISSES" (6.1 prints the
+ * event name without its group). */
 static unsigned long kprobe_hits(void)
 {
 	char line[256], name[128];
@@ -199,7 +200,7 @@ static unsigned long kprobe_hits(void)
 		krepro_broken("open " KPROBE_PROFILE ": %s", strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%127s %lu %lu", name, &hits, &misses) == 3 &&
-		    !strcmp(name, "krepro/kp")) {
+		    !strcmp(name, "kp")) {
 			fclose(f);
 			return hits;
 		}
@@ -322,6 +323,13 @@ static void cleanup(void)
 	if (wedged()) {
 		krepro_info("probes left in place: the kernel oopsed holding kprobe_mutex");
 		return;
+	}
+	/* An enabled event cannot be removed (EBUSY). */
+	fd = open(EVENT_ENABLE, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "0", 1) < 0)
+			krepro_info("disable krepro/kp: %s", strerror(errno));
+		close(fd);
 	}
 	fd = open(KPROBE_EVENTS, O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
