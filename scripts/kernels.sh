@@ -176,6 +176,17 @@ make_config() {
 	fi
 }
 
+# Object directory of a tree other than the cache's, one per path and arch
+# (x86_64's keeps the name it had before there were other arches).
+tree_obj() {
+	local h
+	h=$(echo "$1" | sha256sum | cut -c1-12)
+	case $KREPRO_ARCH in
+	x86_64) echo "$KREPRO_CACHE/build/tree-$h" ;;
+	*) echo "$KREPRO_CACHE/build/tree-$KREPRO_ARCH-$h" ;;
+	esac
+}
+
 kbuild_arch() { case $KREPRO_ARCH in x86_64) echo x86 ;; *) echo "$KREPRO_ARCH" ;; esac; }
 cross_compile() { case $KREPRO_ARCH in arm) echo arm-linux-gnueabihf- ;; esac; }
 cross_pkgs() { case $KREPRO_ARCH in arm) echo gcc-arm-linux-gnueabihf ;; esac; }
@@ -401,7 +412,7 @@ cmd_build_series() {
 	if [ "$tree" = "$KREPRO_TREE" ]; then
 		obj=$OBJ strict=1
 	else
-		obj=$KREPRO_CACHE/build/tree-$(realpath "$tree" | sha256sum | cut -c1-12) strict=0
+		obj=$(tree_obj "$(realpath "$tree")") strict=0
 	fi
 	make_config "$tree" "$obj" "$strict"
 	# shellcheck disable=SC2046
@@ -430,7 +441,7 @@ cmd_build_tree() {
 	local src obj logf t0 t1
 	[ -d "${1:-}" ] || KREPRO_DIE_CODE=125 die "--tree ${1:-}: no such directory"
 	src=$(realpath "$1")
-	obj=$KREPRO_CACHE/build/tree-$(echo "$src" | sha256sum | cut -c1-12)
+	obj=$(tree_obj "$src")
 	mkdir -p "$obj"
 	logf=$obj/krepro-build.log
 	if [ ! -f "$src/Makefile" ] || [ ! -d "$src/arch/$(kbuild_arch)" ] ||
