@@ -414,9 +414,10 @@ cmd_build_series() {
 	else
 		obj=$(tree_obj "$(realpath "$tree")") strict=0
 	fi
-	make_config "$tree" "$obj" "$strict"
+	# Before make_config: Kconfig asks the (cross) compiler what it supports.
 	# shellcheck disable=SC2046
 	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod $(cross_pkgs)
+	make_config "$tree" "$obj" "$strict"
 	mkdir -p "$KREPRO_KERNELS"
 	local t0 t1 logf=$img.build.log
 	t0=$(date +%s)
