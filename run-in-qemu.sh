@@ -153,7 +153,8 @@ for i in "${!labels[@]}"; do
 	esac
 done
 
-# Shared: guests may share the machine with each other, never with a build.
+# Shared between invocations, never with a build; each boot also takes
+# boot.lock (boot_one), so their guests run one at a time.
 exec 8>"$KREPRO_CACHE/machine.lock"
 if ! flock -s -n 8; then
 	log "waiting for a kernel build to finish (lock: $KREPRO_CACHE/machine.lock)"
@@ -291,6 +292,14 @@ boot_one() {
 		-chardev file,id=ktap,path="$rundir/ktap.txt" -device virtconsole,chardev=ktap
 		"${disk_args[@]}")
 	printf '%q ' "${qemu[@]}" >"$rundir/qemu-cmdline"
+	# One guest at a time on this machine, whoever started it: TCG guests
+	# side by side stall each other (RCU stall reports) and change a race's
+	# odds. Held per boot, so concurrent invocations take turns.
+	exec 7>"$KREPRO_CACHE/boot.lock"
+	if ! flock -n 7; then
+		log "waiting for another guest to finish (lock: $KREPRO_CACHE/boot.lock)"
+		flock 7
+	fi
 	t0=$(date +%s.%N)
 	if [ "$keep" = 1 ]; then
 		"${qemu[@]}" -chardev stdio,id=con,logfile="$rundir/console.log",signal=off \
@@ -302,6 +311,7 @@ boot_one() {
 		status=$?
 	fi
 	t1=$(date +%s.%N)
+	exec 7>&-
 	[ "$status" = 124 ] || [ "$status" = 137 ] && timed_out=true
 	python3 "$KREPRO_PY" verdict "$rundir" repro="$repro" kernel="$label" kernel_image="$img" \
 		run="$n" accel="$accel" timeout="$limit" timed_out="$timed_out" fix="$(describe "$repro" fix)" \

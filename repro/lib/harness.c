@@ -269,10 +269,12 @@ int krepro_kmsg_open(void)
 
 int krepro_kmsg_next(int fd, char *msg, size_t size)
 {
-	char rec[8192], *text, *nl;
+	char rec[8192], *text, *end;
 	ssize_t n;
 
 	for (;;) {
+		/* /dev/kmsg gives one record per read(), EAGAIN at the end and
+		 * EPIPE if records were overwritten before we read them. */
 		n = read(fd, rec, sizeof(rec) - 1);
 		if (n < 0 && errno == EPIPE) {
 			krepro_info("kmsg overran: some kernel messages were lost");
@@ -281,14 +283,20 @@ int krepro_kmsg_next(int fd, char *msg, size_t size)
 		if (n <= 0)
 			return 0;
 		rec[n] = '\0';
-		/* "pri,seq,ts,flags;message\n" then " KEY=value" lines. */
+		/* "pri,seq,ts,flags;message\n" then " KEY=value\n" lines. */
+		end = strchr(rec, '\n');
+		end = end ? end + 1 : rec + n;
+		while (*end == ' ' && strchr(end, '\n'))
+			end = strchr(end, '\n') + 1;
+		/* A plain file (the unit tests' kmsg) gives many records a read:
+		 * step back to the end of the first. */
+		if (end < rec + n)
+			lseek(fd, end - (rec + n), SEEK_CUR);
 		text = strchr(rec, ';');
-		if (!text)
+		if (!text || text > end)
 			continue;
 		text++;
-		nl = strchr(text, '\n');
-		if (nl)
-			*nl = '\0';
+		text[strcspn(text, "\n")] = '\0';
 		snprintf(msg, size, "%s", text);
 		return 1;
 	}
@@ -297,39 +305,15 @@ int krepro_kmsg_next(int fd, char *msg, size_t size)
 /* Kernel reports logged since `fd` was positioned at the mark. */
 static int scan_kmsg(int fd)
 {
-	char rec[8192];
+	char msg[1024];
 	int found = 0;
-	ssize_t n;
 
-	/* /dev/kmsg gives one record per read(): "pri,seq,ts,flags;message"
-	 * then " KEY=value" continuation lines; EAGAIN at the end, EPIPE if
-	 * records were overwritten before we read them. */
-	while ((n = read(fd, rec, sizeof(rec) - 1)) != 0) {
-		if (n < 0) {
-			if (errno == EPIPE) {
-				krepro_info("kmsg overran: some kernel messages were lost");
-				continue;
-			}
-			break;
+	while (krepro_kmsg_next(fd, msg, sizeof(msg)))
+		if (krepro_kernel_report(msg)) {
+			if (found < MAX_REPORTS)
+				krepro_info("kernel report after the mark: %s", msg);
+			found++;
 		}
-		rec[n] = '\0';
-		for (char *line = rec, *nl; line && *line; line = nl) {
-			char *msg;
-
-			nl = strchr(line, '\n');
-			if (nl)
-				*nl++ = '\0';
-			msg = strchr(line, ';');
-			if (line[0] == ' ' || !msg)
-				continue;
-			msg++;
-			if (krepro_kernel_report(msg)) {
-				if (found < MAX_REPORTS)
-					krepro_info("kernel report after the mark: %s", msg);
-				found++;
-			}
-		}
-	}
 	return found;
 }
 
