@@ -2,8 +2,9 @@
 #
 #   make repro-all   build what is missing, run every reproducer on both flavours
 #   make test        unit tests, patch-series check and the VM matrix (CI runs this)
-#   make kernels     build the unpatched and patched kernels
-#   make guest       build the reproducers and the guest initramfs
+#   make kernels     build the unpatched and patched kernels (x86_64 and arm)
+#   make guest       build the reproducers and the x86_64 guest initramfs
+#   make guest-arm   cross-build the ARM reproducers and the armhf guest initramfs
 #   make check-patches
 #   make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH]
 #                    run every reproducer on BASE and BASE+SERIES; name what changed
@@ -11,14 +12,19 @@
 #   make sweeps      run the long robustness sweeps (not-in-matrix) once per flavour
 #
 # Variables: REPEAT (guest runs per reproducer and flavour, default 10),
-# REPROS (default: all but the sweeps), KREPRO_CACHE (kernel tree, objects, images, ccache).
+# REPROS (default: all x86_64 ones but the sweeps), ARM_REPROS (default: all
+# arm ones), KREPRO_CACHE (kernel tree, objects, images, ccache).
 
 BUILD   ?= build
 REPEAT  ?= 10
 REPROS  ?= $(shell ./run-in-qemu.sh --list)
+ARM_REPROS ?= $(shell ./run-in-qemu.sh --arch arm --list)
 CMAKE_STAMP := $(BUILD)/CMakeCache.txt
+# The ARM guest's reproducers: a cross build beside the native one.
+ARM_BUILD := $(BUILD)/arm
+ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
 
-.PHONY: all deps build guest kernels repro-all sweeps test unit check-patches gate report clean
+.PHONY: all deps build build-arm guest guest-arm kernels repro-all sweeps test unit check-patches gate report clean
 
 all: build
 
@@ -35,8 +41,21 @@ build: $(CMAKE_STAMP)
 guest: build
 	@guest-image/build.sh $(BUILD)/guest/initramfs.cpio $(BUILD)/repro
 
+$(ARM_CMAKE_STAMP): CMakeLists.txt cmake/arm-linux-gnueabihf.cmake
+	@KREPRO_ARCH=arm bash -c '. scripts/common.sh && need_arch_pkgs'
+	@cmake -S . -B $(ARM_BUILD) -DCMAKE_BUILD_TYPE= \
+		-DCMAKE_TOOLCHAIN_FILE=cmake/arm-linux-gnueabihf.cmake >/dev/null
+
+build-arm: $(ARM_CMAKE_STAMP)
+	@cmake --build $(ARM_BUILD) -- --no-print-directory -s
+
+# The native build too: the host runner reads each reproducer's --describe.
+guest-arm: build build-arm
+	@guest-image/build.sh --arch arm $(ARM_BUILD)/guest/initramfs.cpio $(ARM_BUILD)/repro
+
 kernels:
 	@scripts/kernels.sh build
+	@KREPRO_ARCH=arm scripts/kernels.sh build
 
 check-patches:
 	@scripts/kernels.sh check-patches
@@ -44,8 +63,14 @@ check-patches:
 unit: build
 	@cd $(BUILD) && ctest --output-on-failure
 
-repro-all: kernels guest
-	@./run-in-qemu.sh --kernel unpatched --kernel patched --repeat $(REPEAT) --expect $(REPROS)
+# Both arches' matrices run; the first one's failure status is the target's.
+repro-all: kernels guest guest-arm
+	@rc=0; \
+	./run-in-qemu.sh --kernel unpatched --kernel patched --repeat $(REPEAT) --expect \
+		$(REPROS) || rc=$$?; \
+	./run-in-qemu.sh --arch arm --kernel unpatched --kernel patched --repeat $(REPEAT) \
+		--expect $(ARM_REPROS) || { r=$$?; [ $$rc -ne 0 ] || rc=$$r; }; \
+	exit $$rc
 
 # A sweep passes on both flavours unless a kernel crashes: no --expect.
 # Not every not-in-matrix reproducer is a sweep (nvme-rdma-timeout is there

@@ -4,26 +4,28 @@
 # usage: run-in-qemu.sh [options] <repro>...
 #        run-in-qemu.sh --list | --help
 #
-#   --kernel K      unpatched | patched | PATH to a bzImage; repeatable (default unpatched).
-#                   A PATH's config (CONFIG_IKCONFIG) is checked against what the
-#                   reproducers declare: missing options are warned about, and the
-#                   reproducer says SKIP naming them
+#   --arch A        guest arch: x86_64 | arm (default x86_64); selects the kernels,
+#                   the guest image, QEMU, and the reproducers (--list too)
+#   --kernel K      unpatched | patched | PATH to a bzImage (arm: zImage); repeatable
+#                   (default unpatched). A PATH's config (CONFIG_IKCONFIG) is checked
+#                   against what the reproducers declare: missing options are warned
+#                   about, and the reproducer says SKIP naming them
 #   --tree DIR      build the kernel tree in DIR (yours: a git checkout, any state)
-#                   with krepro's config fragments, objects outside DIR, and run on
-#                   it; repeatable. Not a kernel tree or no build: exit 125 and the
-#                   build log's path (git bisect skips the commit)
+#                   with krepro's config fragments (for --arch), objects outside DIR,
+#                   and run on it; repeatable. Not a kernel tree or no build: exit 125
+#                   and the build log's path (git bisect skips the commit)
 #   --repeat N      boot N guests per reproducer and kernel (default 1)
 #   --timeout SEC   wall-clock limit per guest (default: the reproducer's own limit
 #                   plus 60 s for boot and power-off under TCG)
 #   --accel A       tcg | kvm | auto (default tcg; auto uses KVM only after a probe
-#                   boot proves it works, else TCG)
+#                   boot proves it works, else TCG; arm guests run under TCG only)
 #   --results DIR   where the run directory goes (default results/<time>)
 #   --expect        judge against the matrix: FAIL on unpatched, PASS on patched
 #   --keep          after the reproducer, keep the guest up with a shell on this
 #                   terminal instead of powering off (for triage by hand)
-#   --list          list the reproducers of the matrix (make repro-all, CI): all
-#                   but those whose directory holds a file named not-in-matrix
-#                   (long sweeps; run them by name)
+#   --list          list the reproducers of the matrix (make repro-all, CI) for
+#                   --arch: all but those whose directory holds a file named
+#                   not-in-matrix (long sweeps; run them by name)
 #   --report DIR    re-render a past run's directory (matrix, KTAP, JUnit, failure
 #                   details) from what it holds; boots nothing
 #
@@ -46,15 +48,19 @@ KREPRO_PY=$TOP/scripts/krepro.py
 
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; }
 
+# The reproducers of KREPRO_ARCH: a reproducer's `.arches = "..."` line
+# (krepro.h), or x86_64 when it has none.
 known_repros() {
-	local d
+	local d arches
 	for d in "$TOP"/repro/*/; do
 		d=$(basename "$d")
-		[ "$d" = lib ] || echo "$d"
+		[ "$d" = lib ] && continue
+		arches=$(sed -n 's/^[[:space:]]*\.arches = "\([^"]*\)".*/\1/p' "$TOP/repro/$d/$d.c" 2>/dev/null)
+		case " ${arches:-x86_64} " in *" $KREPRO_ARCH "*) echo "$d" ;; esac
 	done
 }
 
-kernels=() repros=() repeat=1 timeout= accel=tcg results= expect=0 keep=0 report_dir=
+kernels=() repros=() repeat=1 timeout= accel=tcg results= expect=0 keep=0 report_dir= list=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) [ $# -ge 2 ] || die "--kernel needs a value"; kernels+=("$2"); shift ;;
@@ -67,17 +73,23 @@ while [ $# -gt 0 ]; do
 	--results) [ $# -ge 2 ] || die "--results needs a value"; results=$2; shift ;;
 	--expect) expect=1 ;;
 	--keep) keep=1 ;;
-	--list)
-		for r in $(known_repros); do
-			[ -e "$TOP/repro/$r/not-in-matrix" ] || echo "$r"
-		done
-		exit 0 ;;
+	--arch) [ $# -ge 2 ] || die "--arch needs a value"; KREPRO_ARCH=$2; shift ;;
+	--arch=*) KREPRO_ARCH=${1#*=} ;;
+	--list) list=1 ;;
 	-h | --help) usage; exit 0 ;;
 	-*) echo "run-in-qemu.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	*) repros+=("$1") ;;
 	esac
 	shift
 done
+case " $KREPRO_ARCHES " in *" $KREPRO_ARCH "*) ;; *) die "--arch is one of: $KREPRO_ARCHES" ;; esac
+export KREPRO_ARCH
+if [ "$list" = 1 ]; then
+	for r in $(known_repros); do
+		[ -e "$TOP/repro/$r/not-in-matrix" ] || echo "$r"
+	done
+	exit 0
+fi
 if [ -n "$report_dir" ]; then
 	[ -d "$report_dir" ] || die "--report $report_dir: no such directory"
 	if [ "$expect" = 1 ]; then exec python3 "$KREPRO_PY" report "$report_dir" --expect; fi
@@ -93,14 +105,21 @@ case $accel in tcg | kvm | auto) ;; *) die "--accel is tcg, kvm or auto, not '$a
 known=$(known_repros)
 for r in "${repros[@]}"; do
 	grep -qxF -- "$r" <<<"$known" || {
-		echo "run-in-qemu.sh: unknown reproducer '$r'; known ones:" >&2
+		echo "run-in-qemu.sh: unknown reproducer '$r' for $KREPRO_ARCH; known ones:" >&2
 		sed 's/^/  /' <<<"$known" >&2
 		exit 2
 	}
 done
 
-# An x86 boot image carries "HdrS" at offset 0x202 (Documentation/x86/boot.rst).
-is_bzimage() { [ "$(dd if="$1" bs=1 skip=514 count=4 2>/dev/null)" = HdrS ]; }
+# An x86 boot image carries "HdrS" at offset 0x202 (Documentation/x86/boot.rst);
+# an ARM zImage the magic 0x016f2818 at offset 0x24 (Documentation/arm/booting.rst).
+is_kernel_image() {
+	case $KREPRO_ARCH in
+	x86_64) [ "$(dd if="$1" bs=1 skip=514 count=4 2>/dev/null)" = HdrS ] ;;
+	arm) [ "$(od -An -tx1 -j36 -N4 "$1" 2>/dev/null | tr -d ' ')" = 18286f01 ] ;;
+	esac
+}
+image_kind() { case $KREPRO_ARCH in x86_64) echo "an x86 bzImage (no HdrS boot header)" ;; arm) echo "an ARM zImage (no zImage magic at 0x24)" ;; esac; }
 
 images=() labels=()
 for k in "${kernels[@]}"; do
@@ -119,7 +138,7 @@ for k in "${kernels[@]}"; do
 	*)
 		img=$k
 		[ -e "$img" ] || die "--kernel $img: no such file"
-		[ -f "$img" ] && is_bzimage "$img" || die "--kernel $img: not an x86 bzImage (no HdrS boot header)"
+		[ -f "$img" ] && is_kernel_image "$img" || die "--kernel $img: not $(image_kind)"
 		;;
 	esac
 	images+=("$(realpath "$img")")
@@ -134,23 +153,28 @@ for i in "${!labels[@]}"; do
 	esac
 done
 
-# Shared: guests may share the machine with each other, never with a build.
+# Shared between invocations, never with a build; each boot also takes
+# boot.lock (boot_one), so their guests run one at a time.
 exec 8>"$KREPRO_CACHE/machine.lock"
 if ! flock -s -n 8; then
 	log "waiting for a kernel build to finish (lock: $KREPRO_CACHE/machine.lock)"
 	flock -s 8
 fi
 
-need_pkgs qemu-system-x86 python3
+need_pkgs python3
+need_arch_pkgs
+case $KREPRO_ARCH in
+x86_64) guest_target=guest initrd=$BUILD/guest/initramfs.cpio ;;
+arm) guest_target=guest-arm initrd=$BUILD/arm/guest/initramfs.cpio ;;
+esac
 guest_log=$(mktemp)
-if ! make -C "$TOP" --no-print-directory -s guest >"$guest_log" 2>&1; then
+if ! make -C "$TOP" --no-print-directory -s BUILD="$BUILD" "$guest_target" >"$guest_log" 2>&1; then
 	cat "$guest_log" >&2
 	rm -f "$guest_log"
 	die "building the reproducers or the guest image failed (output above)"
 fi
 grep -F 'guest image:' "$guest_log" >&2
 rm -f "$guest_log"
-initrd=$BUILD/guest/initramfs.cpio
 
 if [ -z "$results" ]; then
 	results=$TOP/results/$(date +%Y%m%d-%H%M%S)
@@ -216,7 +240,10 @@ kvm_works() {
 	rm -rf "$probe"
 	return 1
 }
-if [ "$accel" = auto ]; then
+if [ "$KREPRO_ARCH" = arm ]; then
+	[ "$accel" != kvm ] || die "--accel kvm: arm guests run under TCG only"
+	accel=tcg
+elif [ "$accel" = auto ]; then
 	if kvm_works; then accel=kvm; else accel=tcg; fi
 fi
 log "accelerator: $accel; results: $results"
@@ -234,26 +261,45 @@ boot_one() {
 	: >"$rundir/console.log"
 	: >"$rundir/ktap.txt"
 	if [ "$accel" = kvm ]; then cpu_args=(-accel kvm -cpu host); else cpu_args=(-accel tcg -cpu max); fi
-	local cmdline="console=ttyS0 loglevel=7 panic=-1 krepro.guest=1 krepro.run=$repro $extra"
+	local console=ttyS0 virtio=pci
+	[ "$KREPRO_ARCH" = arm ] && console=ttyAMA0 virtio=device
+	local cmdline="console=$console loglevel=7 panic=-1 krepro.guest=1 krepro.run=$repro $extra"
 	[ "$keep" = 1 ] && cmdline="$cmdline krepro.keep=1"
 	# disk: "prepare:FILE" writes FILE (the preparatory boot), "view:FILE" gives
 	# the run a copy-on-write view of it, so every run starts from the same image.
 	case $disk in
 	prepare:*)
 		cmdline="$cmdline krepro.prepare=1"
-		disk_args=(-drive "file=${disk#prepare:},if=none,id=vda,format=raw" -device virtio-blk-pci,drive=vda) ;;
+		disk_args=(-drive "file=${disk#prepare:},if=none,id=vda,format=raw" -device virtio-blk-$virtio,drive=vda) ;;
 	view:*)
-		disk_args=(-drive "file=${disk#view:},if=none,id=vda,format=raw,snapshot=on" -device virtio-blk-pci,drive=vda) ;;
+		disk_args=(-drive "file=${disk#view:},if=none,id=vda,format=raw,snapshot=on" -device virtio-blk-$virtio,drive=vda) ;;
 	esac
 	# One socket per CPU: without ACPI the kernel finds CPUs in SeaBIOS's MP
 	# table, which lists one entry per package (-smp 2 as 2 cores = 1 CPU).
-	local qemu=(qemu-system-x86_64 "${cpu_args[@]}" -m 1G
-		-smp "$smp,sockets=$smp,cores=1,threads=1" -nodefaults
-		-display none -no-reboot -kernel "$img" -initrd "$initrd" -append "$cmdline"
-		-device virtio-serial-pci
+	local qemu
+	case $KREPRO_ARCH in
+	x86_64)
+		qemu=(qemu-system-x86_64 "${cpu_args[@]}" -m 1G
+			-smp "$smp,sockets=$smp,cores=1,threads=1") ;;
+	arm)
+		# QEMU's virt board: PL011 UART (ttyAMA0), virtio-mmio transports,
+		# and a device tree QEMU writes for the kernel.
+		qemu=(qemu-system-arm -M virt -accel tcg -cpu cortex-a15 -m 1G -smp "$smp") ;;
+	esac
+	qemu+=(-nodefaults -display none -no-reboot
+		-kernel "$img" -initrd "$initrd" -append "$cmdline"
+		-device "virtio-serial-$virtio"
 		-chardev file,id=ktap,path="$rundir/ktap.txt" -device virtconsole,chardev=ktap
 		"${disk_args[@]}")
 	printf '%q ' "${qemu[@]}" >"$rundir/qemu-cmdline"
+	# One guest at a time on this machine, whoever started it: TCG guests
+	# side by side stall each other (RCU stall reports) and change a race's
+	# odds. Held per boot, so concurrent invocations take turns.
+	exec 7>"$KREPRO_CACHE/boot.lock"
+	if ! flock -n 7; then
+		log "waiting for another guest to finish (lock: $KREPRO_CACHE/boot.lock)"
+		flock 7
+	fi
 	t0=$(date +%s.%N)
 	if [ "$keep" = 1 ]; then
 		"${qemu[@]}" -chardev stdio,id=con,logfile="$rundir/console.log",signal=off \
@@ -265,6 +311,7 @@ boot_one() {
 		status=$?
 	fi
 	t1=$(date +%s.%N)
+	exec 7>&-
 	[ "$status" = 124 ] || [ "$status" = 137 ] && timed_out=true
 	python3 "$KREPRO_PY" verdict "$rundir" repro="$repro" kernel="$label" kernel_image="$img" \
 		run="$n" accel="$accel" timeout="$limit" timed_out="$timed_out" fix="$(describe "$repro" fix)" \

@@ -21,7 +21,7 @@ if [ "${1:-}" = --cold ]; then
 	CCACHE_DISABLE=1 KREPRO_OBJ=$scratch/obj KREPRO_KERNELS=$scratch/kernels \
 		"$TOP/scripts/kernels.sh" build unpatched patched
 	for f in unpatched patched; do
-		echo "build $f: $(cat "$scratch/kernels/bzImage-$KREPRO_ARCH-$f.timing")"
+		echo "build $f: $(KREPRO_KERNELS=$scratch/kernels && cat "$(kernel_image "$f").timing")"
 	done
 fi
 

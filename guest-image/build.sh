@@ -1,27 +1,58 @@
 #!/usr/bin/env bash
 # Build the guest initramfs: busybox, /init, the Debian programs named in
 # userspace.list with their library closure, and the reproducers.
-#   build.sh OUTPUT REPRO_BIN_DIR
+#   build.sh [--arch x86_64|arm] OUTPUT REPRO_BIN_DIR
 # The image is an uncompressed newc cpio: the kernel unpacks it without a
 # decompressor, which is the fastest way under TCG.
+#
+# The x86_64 image takes the host's busybox and programs. The arm image takes
+# busybox from Debian's armhf busybox-static (downloaded, not installed: it
+# cannot sit beside the host's) and no userspace.list programs, which are the
+# host's x86_64 binaries; its reproducers are static armhf binaries.
 set -euo pipefail
+if [ "${1:-}" = --arch ]; then
+	export KREPRO_ARCH=$2
+	shift 2
+fi
 . "$(dirname "$0")/../scripts/common.sh"
 
 out=$1 bindir=$2
 here=$KREPRO_TOP/guest-image
 list=$here/userspace.list
 
-pkgs=(busybox-static cpio)
-while read -r pkg prog; do
-	case $pkg in "#"* | "") continue ;; esac
-	pkgs+=("$pkg")
-done <"$list"
-need_pkgs "${pkgs[@]}"
+pkgs=(cpio)
+case $KREPRO_ARCH in
+x86_64)
+	pkgs+=(busybox-static)
+	while read -r pkg prog; do
+		case $pkg in "#"* | "") continue ;; esac
+		pkgs+=("$pkg")
+	done <"$list"
+	need_pkgs "${pkgs[@]}"
+	busybox=/bin/busybox
+	;;
+arm)
+	need_pkgs "${pkgs[@]}"
+	need_foreign_arch armhf
+	# The candidate version of busybox-static:armhf, fetched once per version.
+	bbver=$(apt-cache policy busybox-static:armhf | sed -n 's/^ *Candidate: //p')
+	[ -n "$bbver" ] && [ "$bbver" != "(none)" ] || die "no busybox-static:armhf in the apt lists"
+	bbdir=$KREPRO_CACHE/armhf/busybox-static_$bbver
+	if [ ! -x "$bbdir/bin/busybox" ]; then
+		log "fetching busybox-static:armhf $bbver"
+		rm -rf "$bbdir.tmp" && mkdir -p "$bbdir.tmp"
+		(cd "$bbdir.tmp" && apt-get download "busybox-static:armhf=$bbver" >/dev/null 2>&1 &&
+			dpkg-deb -x ./*.deb root) || die "apt-get download busybox-static:armhf failed"
+		rm -rf "$bbdir" && mv "$bbdir.tmp/root" "$bbdir" && rm -rf "$bbdir.tmp"
+	fi
+	busybox=$bbdir/bin/busybox
+	;;
+esac
 
 # Rebuilt only when an input changed: our files, the reproducers, and the
 # versions of the Debian packages it copies from.
 inputs() {
-	sha256sum "$here/init" "$here/build.sh" "$list" /bin/busybox "$bindir"/*
+	sha256sum "$here/init" "$here/build.sh" "$list" "$busybox" "$bindir"/*
 	dpkg-query -W -f='${Package} ${Version}\n' "${pkgs[@]}"
 }
 stamp=$(inputs | sha256sum | cut -d' ' -f1)
@@ -32,10 +63,15 @@ fi
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,proc,sys,dev,tmp,run,mnt,repro,etc}
-cp /bin/busybox "$stage/bin/busybox"
-for applet in $("$stage/bin/busybox" --list); do
-	[ -e "$stage/bin/$applet" ] || ln -s busybox "$stage/bin/$applet"
-done
+cp "$busybox" "$stage/bin/busybox"
+if [ "$KREPRO_ARCH" = x86_64 ]; then
+	for applet in $("$stage/bin/busybox" --list); do
+		[ -e "$stage/bin/$applet" ] || ln -s busybox "$stage/bin/$applet"
+	done
+else
+	# A foreign busybox cannot list its applets here: /init installs them.
+	ln -s busybox "$stage/bin/sh"
+fi
 install -m 0755 "$here/init" "$stage/init"
 
 # Every library a program loads, at the same paths as on the host (none for
@@ -54,21 +90,29 @@ copy_with_libs() {
 	cp -L "$1" "$stage$1"
 	copy_libs "$1"
 }
-while read -r pkg prog; do
-	case $pkg in "#"* | "") continue ;; esac
-	p=$(command -v "$prog" || true)
-	[ -n "$p" ] || p=$(dpkg -L "$pkg" | grep -E "/s?bin/$prog\$" | head -1)
-	[ -n "$p" ] && [ -x "$p" ] || die "$prog (package $pkg) not found on the host"
-	# Busybox has applets of the same name (ip): the real one goes first in PATH.
-	rm -f "$stage/bin/$prog"
-	copy_with_libs "$p"
-done <"$list"
+if [ "$KREPRO_ARCH" = x86_64 ]; then
+	while read -r pkg prog; do
+		case $pkg in "#"* | "") continue ;; esac
+		p=$(command -v "$prog" || true)
+		[ -n "$p" ] || p=$(dpkg -L "$pkg" | grep -E "/s?bin/$prog\$" | head -1)
+		[ -n "$p" ] && [ -x "$p" ] || die "$prog (package $pkg) not found on the host"
+		# Busybox has applets of the same name (ip): the real one goes first in PATH.
+		rm -f "$stage/bin/$prog"
+		copy_with_libs "$p"
+	done <"$list"
+fi
 
 n=0
 for r in "$bindir"/*; do
 	[ -x "$r" ] || continue
 	install -m 0755 "$r" "$stage/repro/$(basename "$r")"
-	copy_libs "$r"
+	if [ "$KREPRO_ARCH" = x86_64 ]; then
+		copy_libs "$r"
+	elif readelf -l "$r" 2>/dev/null | grep -q 'Requesting program interpreter'; then
+		# The host's ldd cannot resolve a foreign closure: foreign guests'
+		# reproducers are static (CMakeLists.txt's KREPRO_DYNAMIC is x86_64's).
+		die "$r is dynamically linked; the $KREPRO_ARCH guest carries no libraries"
+	fi
 	n=$((n + 1))
 done
 [ "$n" -gt 0 ] || die "no reproducer binaries in $bindir"

@@ -8,3 +8,5 @@ need_pkgs \
 	qemu-system-x86 busybox-static \
 	liburing-dev zlib1g-dev xfslibs-dev libbpf-dev libmnl-dev libnftnl-dev \
 	xfsprogs iproute2
+# The ARM guest: cross compilers, armhf libraries, qemu-system-arm.
+KREPRO_ARCH=arm need_arch_pkgs

@@ -11,7 +11,9 @@
 #                   the gate works in a clone under the cache)
 #   --repeat N      guests per reproducer and kernel (default 1); a row is FAIL
 #                   when any of its runs failed
-#   --repros "a b"  reproducers to run (default: all, run-in-qemu.sh --list)
+#   --arch A        guest arch: x86_64 | arm (default x86_64, or KREPRO_ARCH);
+#                   the kernels are built and booted for it
+#   --repros "a b"  reproducers to run (default: all of --arch's, run-in-qemu.sh --list)
 #   --results DIR   run directory (default results/gate-<time>)
 #
 # Prints the reproducers that went PASS->FAIL (regressions), FAIL->PASS (fixes),
@@ -36,12 +38,16 @@ while [ $# -gt 0 ]; do
 	--repeat) [ $# -ge 2 ] || die "--repeat needs a value"; repeat=$2; shift ;;
 	--results) [ $# -ge 2 ] || die "--results needs a value"; results=$2; shift ;;
 	--repros) [ $# -ge 2 ] || die "--repros needs a value"; repros=$2; shift ;;
+	--arch) [ $# -ge 2 ] || die "--arch needs a value"; KREPRO_ARCH=$2; shift ;;
 	-h | --help) usage; exit 0 ;;
 	-*) die "unknown option $1 (see --help)" ;;
 	*) items+=("$1") ;;
 	esac
 	shift
 done
+case " $KREPRO_ARCHES " in *" $KREPRO_ARCH "*) ;; *) die "--arch is one of: $KREPRO_ARCHES" ;; esac
+# kernels.sh and run-in-qemu.sh take the arch from the environment.
+export KREPRO_ARCH
 [ ${#items[@]} -gt 0 ] || { usage >&2; die "no SERIES given (patch files or directories)"; }
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || die "--repeat wants a positive number, not '$repeat'"
 

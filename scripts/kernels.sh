@@ -89,14 +89,25 @@ flavour_stamp() {
 	} | sha256sum | cut -d' ' -f1
 }
 
+# A fragment's arches: its "# krepro-arches:" line; without one, x86_64.
+fragment_arches() {
+	local a
+	a=$(sed -n 's/^# krepro-arches://p' "$1")
+	echo "${a:-x86_64}"
+}
+
+# base.config, the arch's own fragment, then every other fragment that names
+# this arch (a bug's options go only into the kernels its reproducer runs on).
 config_fragments() {
-	local f
+	local f a
 	echo "$PATCHES/config/base.config"
 	echo "$PATCHES/config/$KREPRO_ARCH.config"
 	for f in "$PATCHES"/config/*.config; do
-		case $(basename "$f") in base.config | x86_64.config | arm.config) continue ;; esac
-		echo "$f"
+		case " base $KREPRO_ARCHES " in *" $(basename "$f" .config) "*) continue ;; esac
+		a=$(fragment_arches "$f")
+		case " $a " in *" $KREPRO_ARCH "*) echo "$f" ;; esac
 	done
+	return 0
 }
 
 # Put the tree on branch krepro-FLAVOUR = pristine + the flavour's series.
@@ -134,7 +145,8 @@ make_config() {
 	for f in "${frags[@]}"; do [ -f "$f" ] || die "missing config fragment ${f#"$KREPRO_TOP"/}"; done
 	mkdir -p "$obj"
 	# -n: start from allnoconfig, so only what the fragments ask for is built.
-	(cd "$tree" && ARCH=$(kbuild_arch) scripts/kconfig/merge_config.sh -n -O "$obj" "${frags[@]}") \
+	# Kconfig asks the (cross) compiler what it supports: the same one as the build.
+	(cd "$tree" && ARCH=$(kbuild_arch) CROSS_COMPILE=$(cross_compile) scripts/kconfig/merge_config.sh -n -O "$obj" "${frags[@]}") \
 		>"$obj/merge_config.log" 2>&1 || {
 		tail -20 "$obj/merge_config.log" >&2
 		die "merge_config.sh failed; see $obj/merge_config.log"
@@ -164,7 +176,20 @@ make_config() {
 	fi
 }
 
+# Object directory of a tree other than the cache's, one per path and arch
+# (x86_64's keeps the name it had before there were other arches).
+tree_obj() {
+	local h
+	h=$(echo "$1" | sha256sum | cut -c1-12)
+	case $KREPRO_ARCH in
+	x86_64) echo "$KREPRO_CACHE/build/tree-$h" ;;
+	*) echo "$KREPRO_CACHE/build/tree-$KREPRO_ARCH-$h" ;;
+	esac
+}
+
 kbuild_arch() { case $KREPRO_ARCH in x86_64) echo x86 ;; *) echo "$KREPRO_ARCH" ;; esac; }
+cross_compile() { case $KREPRO_ARCH in arm) echo arm-linux-gnueabihf- ;; esac; }
+cross_pkgs() { case $KREPRO_ARCH in arm) echo gcc-arm-linux-gnueabihf ;; esac; }
 image_path_in_obj() { case $KREPRO_ARCH in x86_64) echo arch/x86/boot/bzImage ;; arm) echo arch/arm/boot/zImage ;; esac; }
 
 # make_kernel WHAT TREE OBJ LOG STAMP: the image, with a progress line every 30 s
@@ -174,8 +199,10 @@ make_kernel() {
 	last=$(cat "$obj/.krepro-compiled" 2>/dev/null || true)
 	t0=$(date +%s)
 	# A fixed build identity keeps init/version.c (and ccache) stable across builds.
+	local cross
+	cross=$(cross_compile)
 	make -C "$tree" O="$obj" ARCH="$(kbuild_arch)" -j"$JOBS" \
-		CC="ccache gcc" KBUILD_BUILD_USER=krepro KBUILD_BUILD_HOST=krepro \
+		${cross:+CROSS_COMPILE="$cross"} CC="ccache ${cross}gcc" KBUILD_BUILD_USER=krepro KBUILD_BUILD_HOST=krepro \
 		KBUILD_BUILD_TIMESTAMP="$ts" \
 		"$(basename "$(image_path_in_obj)")" >"$logf" 2>&1 &
 	pid=$!
@@ -202,9 +229,10 @@ build_flavour() {
 		log "$flavour kernel is up to date: $img"
 		return 0
 	fi
+	# shellcheck disable=SC2046
+	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod $(cross_pkgs)
 	checkout_flavour "$flavour"
 	make_config
-	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod
 	mkdir -p "$KREPRO_KERNELS"
 	local t0 t1 logf=$img.build.log
 	t0=$(date +%s)
@@ -384,10 +412,12 @@ cmd_build_series() {
 	if [ "$tree" = "$KREPRO_TREE" ]; then
 		obj=$OBJ strict=1
 	else
-		obj=$KREPRO_CACHE/build/tree-$(realpath "$tree" | sha256sum | cut -c1-12) strict=0
+		obj=$(tree_obj "$(realpath "$tree")") strict=0
 	fi
+	# Before make_config: Kconfig asks the (cross) compiler what it supports.
+	# shellcheck disable=SC2046
+	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod $(cross_pkgs)
 	make_config "$tree" "$obj" "$strict"
-	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod
 	mkdir -p "$KREPRO_KERNELS"
 	local t0 t1 logf=$img.build.log
 	t0=$(date +%s)
@@ -412,7 +442,7 @@ cmd_build_tree() {
 	local src obj logf t0 t1
 	[ -d "${1:-}" ] || KREPRO_DIE_CODE=125 die "--tree ${1:-}: no such directory"
 	src=$(realpath "$1")
-	obj=$KREPRO_CACHE/build/tree-$(echo "$src" | sha256sum | cut -c1-12)
+	obj=$(tree_obj "$src")
 	mkdir -p "$obj"
 	logf=$obj/krepro-build.log
 	if [ ! -f "$src/Makefile" ] || [ ! -d "$src/arch/$(kbuild_arch)" ] ||
@@ -421,7 +451,8 @@ cmd_build_tree() {
 		KREPRO_DIE_CODE=125 die "$src is not a kernel tree (build log: $logf)"
 	fi
 	machine_lock
-	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod
+	# shellcheck disable=SC2046
+	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod $(cross_pkgs)
 	if ! (make_config "$src" "$obj" 0) >"$logf" 2>&1; then
 		cat "$logf" >&2
 		KREPRO_DIE_CODE=125 die "configuring $src failed (build log: $logf)"

@@ -90,7 +90,20 @@ static const struct krepro_test test_kconfig = {
 	.cases = cases,
 };
 
+/* Only when asked: a reproducer for another arch than the one it runs on. */
+static const struct krepro_test test_other_arch = {
+	.name = "fake-repro",
+	.summary = "a test double for the harness",
+	.fix_commit = "0123456789ab (\"fake: fix\")",
+	.seed = "none",
+	.arches = "sparc64 s390",
+	.timeout = 10,
+	.cases = cases,
+};
+
 int main(int argc, char **argv)
 {
+	if (getenv("FAKE_OTHER_ARCH"))
+		return krepro_main(&test_other_arch, argc, argv);
 	return krepro_main(getenv("FAKE_NEEDS_KCONFIG") ? &test_kconfig : &test, argc, argv);
 }

@@ -35,6 +35,10 @@ contains "missing patch is named" "$scratch/nope.patch"
 check 2 "directory without patches" "$gate" --base patched "$scratch/empty"
 contains "empty series dir is named" "holds no *.patch files"
 check 2 "--repeat 0" "$gate" --repeat 0 "$top/kernel-patches/xfs-rmap-keys"
+check 2 "--arch bogus" "$gate" --arch sparc "$top/kernel-patches/xfs-rmap-keys"
+contains "bad arch is explained" "--arch is one of: x86_64 arm"
+check 0 "--help names --arch" "$gate" --help
+contains "--help documents --arch" "--arch A"
 check 2 "--base not a tree" "$gate" --base "$scratch/empty" "$top/kernel-patches/xfs-rmap-keys"
 contains "bad base is explained" "not unpatched, patched or a git kernel tree"
 check 2 "make gate without SERIES" make -s -C "$top" gate

@@ -96,5 +96,25 @@ contains "the matrix row is there" "| r | patched | 1 | FAIL 0, PASS 1, BROKEN 0
 contains "the interrupted run is named" "r.patched.2: no verdict.json"
 contains "the missing console log is named" "r.patched.1: no console.log"
 
+# Arches: each lists and accepts its own reproducers only.
+check 0 "--arch arm --list" "$run" --arch arm --list
+contains "arm lists arm-kprobe-fortify" "arm-kprobe-fortify"
+check 0 "--list is x86_64's" "$run" --list
+if grep -qx arm-kprobe-fortify <<<"$LAST"; then
+	fail=$((fail + 1)); echo "not ok - x86_64 --list has arm-kprobe-fortify"
+else pass=$((pass + 1)); echo "ok - x86_64 --list lacks arm-kprobe-fortify"; fi
+check 2 "an arm reproducer on x86_64" "$run" arm-kprobe-fortify
+contains "the arch is named" "unknown reproducer 'arm-kprobe-fortify' for x86_64"
+check 2 "an x86 reproducer on arm" "$run" --arch arm xfs-nowait-dio
+check 2 "--arch bogus" "$run" --arch sparc xfs-nowait-dio
+check 2 "--arch arm: a bzImage is not a zImage" "$run" --arch arm --kernel /etc/hostname arm-kprobe-fortify
+contains "not-a-zImage is explained" "not an ARM zImage"
+# --tree with --arch arm: the tree must have arch/arm (an x86-only fake has not).
+check 125 "--arch arm --tree without arch/arm" env KREPRO_CACHE="$scratch/cache" "$run" --arch arm --tree "$scratch/fake-build" arm-kprobe-fortify
+contains "--arch arm --tree has its own object directory" "build/tree-arm-"
+log=$(grep -o "build log: [^)]*" <<<"$LAST" | cut -d' ' -f3)
+if [ -f "$log" ] && grep -q "arch/arm/" "$log"; then pass=$((pass + 1)); echo "ok - the arm build log names arch/arm/"
+else fail=$((fail + 1)); echo "not ok - the arm build log names arch/arm/: '$log'"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

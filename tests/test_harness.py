@@ -104,6 +104,12 @@ class Harness(unittest.TestCase):
         self.assertEqual(rc, 4, out)
         self.assertIn("kernel lacks CONFIG_KREPRO_FAKE_OPTION", out)
 
+    def test_other_arch_is_skip(self):
+        rc, out, _ = self.run_fake(FAKE_OTHER_ARCH="1")
+        self.assertEqual(rc, 4, out)
+        self.assertIn("runs on sparc64 s390, this machine is", out)
+        self.assertIn("ok 1 first # SKIP", out)
+
     def test_no_marker_refuses(self):
         with open(path("cmdline"), "w") as f:
             f.write("console=ttyS0 krepro.guest=10\n")
@@ -131,6 +137,7 @@ class Harness(unittest.TestCase):
         self.assertEqual(meta["name"], "fake-repro")
         self.assertEqual(meta["timeout"], "10")
         self.assertEqual(meta["cmdline"], "fake.option=1")
+        self.assertEqual(meta["arches"], "x86_64")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -268,10 +269,12 @@ int krepro_kmsg_open(void)
 
 int krepro_kmsg_next(int fd, char *msg, size_t size)
 {
-	char rec[8192], *text, *nl;
+	char rec[8192], *text, *end;
 	ssize_t n;
 
 	for (;;) {
+		/* /dev/kmsg gives one record per read(), EAGAIN at the end and
+		 * EPIPE if records were overwritten before we read them. */
 		n = read(fd, rec, sizeof(rec) - 1);
 		if (n < 0 && errno == EPIPE) {
 			krepro_info("kmsg overran: some kernel messages were lost");
@@ -280,14 +283,20 @@ int krepro_kmsg_next(int fd, char *msg, size_t size)
 		if (n <= 0)
 			return 0;
 		rec[n] = '\0';
-		/* "pri,seq,ts,flags;message\n" then " KEY=value" lines. */
+		/* "pri,seq,ts,flags;message\n" then " KEY=value\n" lines. */
+		end = strchr(rec, '\n');
+		end = end ? end + 1 : rec + n;
+		while (*end == ' ' && strchr(end, '\n'))
+			end = strchr(end, '\n') + 1;
+		/* A plain file (the unit tests' kmsg) gives many records a read:
+		 * step back to the end of the first. */
+		if (end < rec + n)
+			lseek(fd, end - (rec + n), SEEK_CUR);
 		text = strchr(rec, ';');
-		if (!text)
+		if (!text || text > end)
 			continue;
 		text++;
-		nl = strchr(text, '\n');
-		if (nl)
-			*nl = '\0';
+		text[strcspn(text, "\n")] = '\0';
 		snprintf(msg, size, "%s", text);
 		return 1;
 	}
@@ -296,39 +305,15 @@ int krepro_kmsg_next(int fd, char *msg, size_t size)
 /* Kernel reports logged since `fd` was positioned at the mark. */
 static int scan_kmsg(int fd)
 {
-	char rec[8192];
+	char msg[1024];
 	int found = 0;
-	ssize_t n;
 
-	/* /dev/kmsg gives one record per read(): "pri,seq,ts,flags;message"
-	 * then " KEY=value" continuation lines; EAGAIN at the end, EPIPE if
-	 * records were overwritten before we read them. */
-	while ((n = read(fd, rec, sizeof(rec) - 1)) != 0) {
-		if (n < 0) {
-			if (errno == EPIPE) {
-				krepro_info("kmsg overran: some kernel messages were lost");
-				continue;
-			}
-			break;
+	while (krepro_kmsg_next(fd, msg, sizeof(msg)))
+		if (krepro_kernel_report(msg)) {
+			if (found < MAX_REPORTS)
+				krepro_info("kernel report after the mark: %s", msg);
+			found++;
 		}
-		rec[n] = '\0';
-		for (char *line = rec, *nl; line && *line; line = nl) {
-			char *msg;
-
-			nl = strchr(line, '\n');
-			if (nl)
-				*nl++ = '\0';
-			msg = strchr(line, ';');
-			if (line[0] == ' ' || !msg)
-				continue;
-			msg++;
-			if (krepro_kernel_report(msg)) {
-				if (found < MAX_REPORTS)
-					krepro_info("kernel report after the mark: %s", msg);
-				found++;
-			}
-		}
-	}
 	return found;
 }
 
@@ -426,6 +411,36 @@ static int run_test(const struct krepro_test *t, int ncases)
 	return KREPRO_PASS;
 }
 
+static const char *test_arches(const struct krepro_test *t)
+{
+	return t->arches ? t->arches : "x86_64";
+}
+
+/* This machine's krepro arch name ("armv7l" is "arm"), or NULL. */
+static const char *machine_arch(void)
+{
+	static struct utsname u;
+
+	if (uname(&u) < 0)
+		return NULL;
+	if (!strcmp(u.machine, "x86_64"))
+		return "x86_64";
+	if (!strncmp(u.machine, "arm", 3))
+		return "arm";
+	return u.machine;
+}
+
+static bool runs_on(const struct krepro_test *t, const char *arch)
+{
+	const char *list = test_arches(t);
+	size_t len = arch ? strlen(arch) : 0;
+
+	for (const char *p = list; arch && (p = strstr(p, arch)); p += len)
+		if ((p == list || p[-1] == ' ') && (p[len] == '\0' || p[len] == ' '))
+			return true;
+	return false;
+}
+
 static void describe(const struct krepro_test *t)
 {
 	printf("name=%s\n", t->name);
@@ -433,6 +448,7 @@ static void describe(const struct krepro_test *t)
 	printf("fix=%s\n", t->fix_commit ? t->fix_commit : "");
 	printf("introduced=%s\n", t->bug_commit ? t->bug_commit : "");
 	printf("seed=%s\n", t->seed ? t->seed : "");
+	printf("arches=%s\n", test_arches(t));
 	printf("min_cpus=%u\n", t->min_cpus ? t->min_cpus : 1);
 	printf("timeout=%u\n", t->timeout);
 	printf("cmdline=%s\n", t->cmdline ? t->cmdline : "");
@@ -507,7 +523,11 @@ int krepro_main(const struct krepro_test *t, int argc, char **argv)
 	taint_before = read_taint();
 	if (missing < 0)
 		krepro_info("no /proc/config.gz: kernel options not checked");
-	if (t->min_cpus && cpus < (long)t->min_cpus) {
+	if (!runs_on(t, machine_arch())) {
+		snprintf(why, sizeof(why), "runs on %s, this machine is %s", test_arches(t),
+			 machine_arch() ? machine_arch() : "unknown");
+		overall = KREPRO_SKIP;
+	} else if (t->min_cpus && cpus < (long)t->min_cpus) {
 		snprintf(why, sizeof(why), "needs %u CPUs, has %ld", t->min_cpus, cpus);
 		overall = KREPRO_SKIP;
 	} else if (missing > 0) {

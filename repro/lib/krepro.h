@@ -31,6 +31,13 @@ struct krepro_test {
 	const char *fix_commit;		/* upstream fix: "sha (\"subject\")" */
 	const char *bug_commit;		/* upstream commit that introduced the bug */
 	const char *seed;		/* file under shared/seeds */
+	/*
+	 * Guest arches the reproducer runs on, space-separated krepro names
+	 * ("x86_64", "arm"); NULL means "x86_64". Written on one line as
+	 * `.arches = "..."`: CMake and run-in-qemu.sh read that line from the
+	 * source to know which arch's build and guest the reproducer belongs to.
+	 */
+	const char *arches;
 	const char *const *needs_kconfigs; /* NULL-terminated "CONFIG_X" or "CONFIG_X=v" */
 	unsigned int min_cpus;
 	unsigned int timeout;		/* seconds for the whole run, setup included */

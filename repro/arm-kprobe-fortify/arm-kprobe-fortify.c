@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * arm-kprobe-fortify: on 32-bit ARM with CONFIG_FORTIFY_SOURCE, registering a
+ * kprobe that the optimizer accepts copies the optprobe template with
+ * memcpy() from a symbol declared as one kprobe_opcode_t: fortify sees a
+ * four-byte object, reports "detected buffer overflow in memcpy" and BUGs
+ * inside the registering write (what `perf probe -a <function>` hit). Upstream
+ * fix 9fa2e7af3d53. See README.md.
+ *
+ * Both ways a user registers such a probe are tried: a kprobe_events line in
+ * tracefs (perf probe's way) and the perf kprobe PMU (perf_event_open with
+ * the PMU's dynamic type). Each must register, be optimized ([OPTIMIZED] in
+ * debugfs kprobes/list: otherwise the run cannot tell) and fire.
+ */
+#define _GNU_SOURCE
+#include "krepro.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TRACEFS		"/sys/kernel/tracing"
+#define KPROBE_EVENTS	TRACEFS "/kprobe_events"
+#define KPROBE_PROFILE	TRACEFS "/kprobe_profile"
+#define EVENT_ENABLE	TRACEFS "/events/krepro/kp/enable"
+#define KPROBE_LIST	"/sys/kernel/debug/kprobes/list"
+#define KPROBE_PMU_TYPE	"/sys/bus/event_source/devices/kprobe/type"
+/*
+ * Written by a case whose registration oopsed: the oops kills the writer
+ * with kprobe_mutex held, so any later registration (and any kprobe_events
+ * write) would block forever. Later cases and cleanup then leave probes alone.
+ */
+#define WEDGED		"/tmp/arm-kprobe-fortify.wedged"
+
+/*
+ * Functions whose first instruction the ARM optimizer accepts (checked at run
+ * time through kprobes/list), a different one per interface: a second probe
+ * on the same address would join (or reuse) the first one's optimized probe
+ * instead of preparing a new one, and never copy the template.
+ */
+#define EVENTS_FUNC	"kernel_clone"	/* run by fork() */
+#define PMU_FUNC	"vfs_read"	/* run by read() */
+/* A registration returns at once or never: the buggy kernel oopses in it. */
+#define REGISTER_SECONDS 10
+#define OPTIMIZE_SECONDS 5
+
+/*
+ * Wait about 100 ms. Deadlines are kept with krepro_elapsed() (CLOCK_MONOTONIC),
+ * not by counting naps: on the allnoconfig ARM kernel (no COMPAT_32BIT_TIME)
+ * glibc's usleep() was seen to return at once, so a nap may be a yield.
+ */
+static void nap(void)
+{
+	static bool told;
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	int err = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+
+	if (err && err != EINTR) {
+		if (!told)
+			krepro_info("clock_nanosleep: %s: polling without sleeping", strerror(err));
+		told = true;
+		sched_yield();
+	}
+}
+
+static bool wedged(void)
+{
+	return access(WEDGED, F_OK) == 0;
+}
+
+/*
+ * Run fn() in a child and wait up to REGISTER_SECONDS. Returns its exit code
+ * (0: registered), or -1 after krepro_fail() with the evidence when the
+ * child was killed (the oops) or did not return.
+ */
+static int register_in_child(const char *what, int (*fn)(void))
+{
+	pid_t pid;
+	int status;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		krepro_broken("fork: %s", strerror(errno));
+	if (pid == 0)
+		_exit(fn());
+	for (double end = krepro_elapsed() + REGISTER_SECONDS;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r < 0)
+			krepro_broken("waitpid: %s", strerror(errno));
+		if (r == 0) {
+			if (krepro_elapsed() >= end)
+				break;
+			nap();
+			continue;
+		}
+		if (WIFEXITED(status))
+			return WEXITSTATUS(status);
+		close(SAFE(open(WEDGED, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)));
+		krepro_fail("%s: the registering process was killed by signal %d (%s): the "
+			    "kernel oopsed inside the registration (the kernel log has the report)",
+			    what, WTERMSIG(status), strsignal(WTERMSIG(status)));
+		return -1;
+	}
+	close(SAFE(open(WEDGED, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)));
+	krepro_fail("%s: the registration did not return in %d s", what, REGISTER_SECONDS);
+	return -1;
+}
+
+/*
+ * Wait until kprobes/list shows `func`+0x0 as [OPTIMIZED]; BROKEN if it is not
+ * (an unoptimized probe never copies the template: the run proves nothing).
+ */
+static void expect_optimized(const char *func)
+{
+	char want[128], line[256], seen[256] = "";
+
+	snprintf(want, sizeof(want), " %s+0x0 ", func);
+	for (double end = krepro_elapsed() + OPTIMIZE_SECONDS; krepro_elapsed() < end; nap()) {
+		FILE *f = fopen(KPROBE_LIST, "re");
+
+		if (!f)
+			krepro_broken("open " KPROBE_LIST ": %s", strerror(errno));
+		while (fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = '\0';
+			if (!strstr(line, want))
+				continue;
+			snprintf(seen, sizeof(seen), "%s", line);
+			if (strstr(line, "[OPTIMIZED]")) {
+				fclose(f);
+				krepro_info("kprobes/list: %s", line);
+				return;
+			}
+		}
+		fclose(f);
+	}
+	if (seen[0])
+		krepro_broken("%s was probed but not optimized in %d s (kprobes/list: %s): "
+			      "the template copy under test did not run", func,
+			      OPTIMIZE_SECONDS, seen);
+	krepro_broken("%s is not in " KPROBE_LIST " after registering it", func);
+}
+
+/* Read from a file: runs vfs_read() in this task. */
+static void do_read(void)
+{
+	char buf[64];
+	int fd = SAFE(open("/proc/self/stat", O_RDONLY | O_CLOEXEC));
+
+	SAFE(read(fd, buf, sizeof(buf)));
+	close(fd);
+}
+
+/* Fork and reap a child: runs kernel_clone() in this task. */
+static void do_fork(void)
+{
+	pid_t pid = SAFE(fork());
+
+	if (pid == 0)
+		_exit(0);
+	SAFE(waitpid(pid, NULL, 0));
+}
+
+static int add_kprobe_event(void)
+{
+	int fd = open(KPROBE_EVENTS, O_WRONLY | O_CLOEXEC);
+	const char *def = "p:krepro/kp " EVENTS_FUNC "\n";
+
+	if (fd < 0 || write(fd, def, strlen(def)) != (ssize_t)strlen(def)) {
+		printf("# BROKEN: write '%s' to " KPROBE_EVENTS ": %s\n", "p:krepro/kp "
+		       EVENTS_FUNC, strerror(errno));
+		return KREPRO_BROKEN;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Hits of krepro/kp in kprobe_profile: "  kp   HITS   MISSES" (6.1 prints the
+ * event name without its group). */
+static unsigned long kprobe_hits(void)
+{
+	char line[256], name[128];
+	unsigned long hits, misses;
+	FILE *f = fopen(KPROBE_PROFILE, "re");
+
+	if (!f)
+		krepro_broken("open " KPROBE_PROFILE ": %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%127s %lu %lu", name, &hits, &misses) == 3 &&
+		    !strcmp(name, "kp")) {
+			fclose(f);
+			return hits;
+		}
+	}
+	fclose(f);
+	krepro_broken("krepro/kp is not in " KPROBE_PROFILE);
+}
+
+/* perf probe's way: a kprobe_events line in tracefs. */
+static void run_kprobe_events(void)
+{
+	unsigned long before, after;
+
+	if (wedged())
+		krepro_skip("not tried: an earlier registration oopsed holding kprobe_mutex");
+	if (register_in_child("kprobe_events 'p:krepro/kp " EVENTS_FUNC "'",
+			      add_kprobe_event) != 0)
+		return;
+	/* A trace_kprobe is registered disabled (its template already copied:
+	 * register_kprobe() prepares the optimized probe either way) and is
+	 * optimized once enabled. */
+	krepro_write_file(EVENT_ENABLE, "1");
+	expect_optimized(EVENTS_FUNC);
+	before = kprobe_hits();
+	do_fork();
+	after = kprobe_hits();
+	krepro_write_file(EVENT_ENABLE, "0");
+	if (after > before)
+		krepro_pass("optimized kprobe on " EVENTS_FUNC " registered through "
+			    "kprobe_events fired %lu time(s) for one fork", after - before);
+	else
+		krepro_fail("optimized kprobe on " EVENTS_FUNC " did not fire for a fork "
+			    "(hits %lu before, %lu after)", before, after);
+}
+
+static int pmu_type = -1;
+static int pmu_fd = -1;
+
+static int open_kprobe_pmu(struct perf_event_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->type = (uint32_t)pmu_type;
+	attr->config = 0;			/* bit 0 (retprobe) clear: a kprobe */
+	attr->kprobe_func = (uint64_t)(uintptr_t)PMU_FUNC;	/* config1 */
+	attr->probe_offset = 0;			/* config2 */
+	attr->disabled = 1;
+	attr->exclude_hv = 1;
+	/* This task on any CPU: it counts what this process runs. */
+	return (int)syscall(SYS_perf_event_open, attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int pmu_probe_child(void)
+{
+	struct perf_event_attr attr;
+
+	if (open_kprobe_pmu(&attr) < 0) {
+		printf("# BROKEN: perf_event_open(kprobe PMU type %d, %s): %s\n", pmu_type,
+		       PMU_FUNC, strerror(errno));
+		return KREPRO_BROKEN;
+	}
+	/* Registered; the parent opens its own event: this one goes with us. */
+	return 0;
+}
+
+/* The perf kprobe PMU: the probe lives as long as its perf event. */
+static void run_perf_kprobe_pmu(void)
+{
+	struct perf_event_attr attr;
+	char buf[32];
+	uint64_t count = 0;
+	int rc;
+
+	if (wedged())
+		krepro_skip("not tried: an earlier registration oopsed holding kprobe_mutex");
+	if (krepro_read_line(KPROBE_PMU_TYPE, buf, sizeof(buf)) < 0)
+		krepro_broken(KPROBE_PMU_TYPE ": %s", strerror(errno));
+	pmu_type = atoi(buf);
+	/* First in a child, which the buggy kernel kills. */
+	rc = register_in_child("perf_event_open(kprobe PMU, " PMU_FUNC ")", pmu_probe_child);
+	if (rc < 0)
+		return;
+	if (rc != 0)
+		krepro_broken("registering through the kprobe PMU failed (see above)");
+	pmu_fd = open_kprobe_pmu(&attr);
+	if (pmu_fd < 0)
+		krepro_broken("perf_event_open(kprobe PMU, " PMU_FUNC "): %s", strerror(errno));
+	expect_optimized(PMU_FUNC);
+	SAFE(ioctl(pmu_fd, PERF_EVENT_IOC_RESET, 0));
+	SAFE(ioctl(pmu_fd, PERF_EVENT_IOC_ENABLE, 0));
+	do_read();
+	SAFE(ioctl(pmu_fd, PERF_EVENT_IOC_DISABLE, 0));
+	if (read(pmu_fd, &count, sizeof(count)) != sizeof(count))
+		krepro_broken("read the kprobe PMU counter: %s", strerror(errno));
+	close(pmu_fd);
+	if (count > 0)
+		krepro_pass("optimized kprobe on " PMU_FUNC " from the perf kprobe PMU "
+			    "counted %llu hit(s) for one read", (unsigned long long)count);
+	else
+		krepro_fail("optimized kprobe on " PMU_FUNC " from the perf kprobe PMU counted "
+			    "nothing for a read");
+}
+
+static void setup(void)
+{
+	struct stat st;
+
+	unlink(WEDGED);
+	if (stat(KPROBE_EVENTS, &st) < 0)
+		krepro_broken(KPROBE_EVENTS ": %s (tracefs not mounted?)", strerror(errno));
+	if (stat(KPROBE_LIST, &st) < 0)
+		krepro_broken(KPROBE_LIST ": %s (debugfs not mounted?)", strerror(errno));
+}
+
+/* Never touch kprobe_events after an oops: the write would block forever. */
+static void cleanup(void)
+{
+	int fd;
+
+	if (wedged()) {
+		krepro_info("probes left in place: the kernel oopsed holding kprobe_mutex");
+		return;
+	}
+	/* An enabled event cannot be removed (EBUSY). */
+	fd = open(EVENT_ENABLE, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "0", 1) < 0)
+			krepro_info("disable krepro/kp: %s", strerror(errno));
+		close(fd);
+	}
+	fd = open(KPROBE_EVENTS, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "-:krepro/kp\n", 12) < 0 && errno != ENOENT)
+			krepro_info("remove krepro/kp: %s", strerror(errno));
+		close(fd);
+	}
+}
+
+static const char *const kconfigs[] = { "CONFIG_KPROBES", "CONFIG_OPTPROBES",
+					"CONFIG_FORTIFY_SOURCE", "CONFIG_KPROBE_EVENTS",
+					"CONFIG_PERF_EVENTS", NULL };
+
+static const struct krepro_case cases[] = {
+	{ "kprobe_events", run_kprobe_events },
+	{ "perf_kprobe_pmu", run_perf_kprobe_pmu },
+	{ NULL, NULL },
+};
+
+static const struct krepro_test test = {
+	.name = "arm-kprobe-fortify",
+	.summary = "32-bit ARM optprobe template memcpy trips FORTIFY_SOURCE: kernel BUG "
+		   "on kprobe registration",
+	.fix_commit = "9fa2e7af3d53 (\"ARM: 9019/1: kprobes: Avoid fortify_panic() when "
+		      "copying optprobe template\")",
+	.bug_commit = "e46daee53bb5 (\"ARM: 8806/1: kprobes: Fix false positive with "
+		      "FORTIFY_SOURCE\")",
+	.seed = "008-patch-arm-9019-1-kprobes-avoid-fortify-panic-when-copying-optp.patch",
+	.arches = "arm",
+	.needs_kconfigs = kconfigs,
+	.min_cpus = 1,
+	.timeout = 40,
+	.setup = setup,
+	.cleanup = cleanup,
+	.cases = cases,
+};
+
+KREPRO_MAIN(test)
