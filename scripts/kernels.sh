@@ -221,34 +221,49 @@ make_kernel() {
 	return "$status"
 }
 
-build_flavour() {
-	local flavour=$1 img stamp
-	img=$(kernel_image "$flavour")
-	stamp=$(flavour_stamp "$flavour")
-	if [ -f "$img" ] && [ "$(cat "$img.stamp" 2>/dev/null)" = "$stamp" ]; then
-		log "$flavour kernel is up to date: $img"
-		return 0
-	fi
+# The packages a kernel build needs, the cross compiler included. Before
+# make_config: Kconfig asks the (cross) compiler what it supports.
+need_build_pkgs() {
 	# shellcheck disable=SC2046
 	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod $(cross_pkgs)
-	checkout_flavour "$flavour"
-	make_config
+}
+
+# Is IMG built from what STAMP hashes?
+image_current() { [ -f "$1" ] && [ "$(cat "$1.stamp" 2>/dev/null)" = "$2" ]; }
+
+# Builds configured TREE in OBJ and installs IMG with its .config, STAMP,
+# build log and timing. DESC names the kernel in messages, LABEL in uname.
+build_image() {
+	local desc=$1 tree=$2 obj=$3 img=$4 stamp=$5 label=$6 t0 t1 logf=$4.build.log
 	mkdir -p "$KREPRO_KERNELS"
-	local t0 t1 logf=$img.build.log
 	t0=$(date +%s)
-	log "building the $flavour kernel (make -j$JOBS, log: $logf)"
-	if ! make_kernel "the $flavour kernel" "$KREPRO_TREE" "$OBJ" "$logf" "krepro $flavour"; then
+	log "building $desc (make -j$JOBS, log: $logf)"
+	if ! make_kernel "$desc" "$tree" "$obj" "$logf" "$label"; then
 		grep -E 'error|Error' "$logf" | head -20 >&2
 		die "kernel build failed; see $logf"
 	fi
 	t1=$(date +%s)
-	cp "$OBJ/$(image_path_in_obj)" "$img"
-	cp "$OBJ/.config" "$img.config"
+	cp "$obj/$(image_path_in_obj)" "$img"
+	cp "$obj/.config" "$img.config"
 	echo "$stamp" >"$img.stamp"
 	# For bench/: how long it took and how many files were compiled.
 	printf 'seconds=%s compiled=%s ccache=%s\n' "$((t1 - t0))" \
 		"$(grep -c '^  CC ' "$logf" || true)" "${CCACHE_DISABLE:+off}" >"$img.timing"
-	log "$flavour kernel built in $((t1 - t0)) s: $img"
+	log "$desc built in $((t1 - t0)) s: $img"
+}
+
+build_flavour() {
+	local flavour=$1 img stamp
+	img=$(kernel_image "$flavour")
+	stamp=$(flavour_stamp "$flavour")
+	if image_current "$img" "$stamp"; then
+		log "$flavour kernel is up to date: $img"
+		return 0
+	fi
+	need_build_pkgs
+	checkout_flavour "$flavour"
+	make_config
+	build_image "the $flavour kernel" "$KREPRO_TREE" "$OBJ" "$img" "$stamp" "krepro $flavour"
 }
 
 # Builds hold the cache's machine lock exclusively; run-in-qemu.sh holds it
@@ -346,8 +361,8 @@ cmd_check_patches() {
 cmd_stale() {
 	local img
 	img=$(kernel_image "$1")
-	if [ ! -f "$img" ] || ! git_tree rev-parse -q --verify pristine >/dev/null 2>&1 ||
-		[ "$(cat "$img.stamp" 2>/dev/null)" != "$(flavour_stamp "$1")" ]; then
+	if ! git_tree rev-parse -q --verify pristine >/dev/null 2>&1 ||
+		! image_current "$img" "$(flavour_stamp "$1")"; then
 		echo stale
 	fi
 }
@@ -396,7 +411,7 @@ cmd_build_series() {
 		for p in "$@"; do sha256sum <"$p"; done
 		config_fragments | xargs sha256sum | cut -d' ' -f1
 	} | sha256sum | cut -d' ' -f1)
-	if [ -f "$img" ] && [ "$(cat "$img.stamp" 2>/dev/null)" = "$stamp" ]; then
+	if image_current "$img" "$stamp"; then
 		log "$name kernel is up to date: $img"
 		return 0
 	fi
@@ -414,24 +429,9 @@ cmd_build_series() {
 	else
 		obj=$(tree_obj "$(realpath "$tree")") strict=0
 	fi
-	# Before make_config: Kconfig asks the (cross) compiler what it supports.
-	# shellcheck disable=SC2046
-	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod $(cross_pkgs)
+	need_build_pkgs
 	make_config "$tree" "$obj" "$strict"
-	mkdir -p "$KREPRO_KERNELS"
-	local t0 t1 logf=$img.build.log
-	t0=$(date +%s)
-	log "building the $name kernel: $base + $# patches (make -j$JOBS, log: $logf)"
-	if ! make_kernel "the $name kernel" "$tree" "$obj" "$logf" "krepro $name"; then
-		grep -E 'error|Error' "$logf" | head -20 >&2
-		die "kernel build failed; see $logf"
-	fi
-	t1=$(date +%s)
-	cp "$obj/$(image_path_in_obj)" "$img"
-	cp "$obj/.config" "$img.config"
-	echo "$stamp" >"$img.stamp"
-	printf 'seconds=%s compiled=%s\n' "$((t1 - t0))" "$(grep -c '^  CC ' "$logf" || true)" >"$img.timing"
-	log "$name kernel built in $((t1 - t0)) s: $img"
+	build_image "the $name kernel ($base + $# patches)" "$tree" "$obj" "$img" "$stamp" "krepro $name"
 }
 
 # A user's tree, as it is on disk (committed or not), built with krepro's
@@ -451,8 +451,7 @@ cmd_build_tree() {
 		KREPRO_DIE_CODE=125 die "$src is not a kernel tree (build log: $logf)"
 	fi
 	machine_lock
-	# shellcheck disable=SC2046
-	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod $(cross_pkgs)
+	need_build_pkgs
 	if ! (make_config "$src" "$obj" 0) >"$logf" 2>&1; then
 		cat "$logf" >&2
 		KREPRO_DIE_CODE=125 die "configuring $src failed (build log: $logf)"
