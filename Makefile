@@ -73,8 +73,8 @@ repro-all: kernels guest guest-arm
 	exit $$rc
 
 # A sweep passes on both flavours unless a kernel crashes: no --expect.
-# Not every not-in-matrix reproducer is a sweep (nvme-rdma-timeout is there
-# until its 20 runs each way are measured), so the sweeps are named.
+# not-in-matrix also holds reproducers whose rates are not measured yet,
+# so the sweeps are named.
 SWEEPS  ?= xfs-rmap-fuzz
 sweeps: kernels guest
 	@./run-in-qemu.sh --kernel unpatched --kernel patched $(SWEEPS)
