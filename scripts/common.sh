@@ -24,7 +24,8 @@ die() { printf 'krepro: error: %s\n' "$*" >&2; exit "${KREPRO_DIE_CODE:-1}"; }
 need_pkgs() {
 	local missing=() p
 	for p in "$@"; do
-		[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = 'install ok installed' ] ||
+		# One status line per installed arch (zlib1g-dev: amd64 and armhf).
+		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -qx 'install ok installed' ||
 			missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
