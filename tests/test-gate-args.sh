@@ -6,23 +6,7 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/common.sh"
 gate=$top/scripts/gate.sh
-pass=0 fail=0
-check() { # expected-status description command...
-	local want=$1 what=$2 out rc
-	shift 2
-	out=$("$@" 2>&1)
-	rc=$?
-	if [ "$rc" = "$want" ]; then
-		pass=$((pass + 1)); echo "ok - $what"
-	else
-		fail=$((fail + 1)); echo "not ok - $what: exit $rc, want $want"; echo "$out" | sed 's/^/    /'
-	fi
-	LAST=$out
-}
-contains() {
-	if grep -qF -- "$2" <<<"$LAST"; then pass=$((pass + 1)); echo "ok - $1"
-	else fail=$((fail + 1)); echo "not ok - $1: no '$2' in:"; echo "$LAST" | sed 's/^/    /'; fi
-}
+. "$top/tests/lib.sh"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/empty"
@@ -52,10 +36,8 @@ if git -C "$KREPRO_TREE" rev-parse -q --verify pristine >/dev/null 2>&1; then
 	contains "names the file and hunk" "fs/xfs/xfs_iomap.c, hunk @@ -"
 	[ "$before" = "$(ls -l --time-style=+%s "$KREPRO_CACHE"/gate/kernels 2>/dev/null | md5sum)" ] &&
 		[ ! -e "$scratch/run" ] &&
-		{ pass=$((pass + 1)); echo "ok - nothing built or run"; } ||
-		{ fail=$((fail + 1)); echo "not ok - nothing built or run"; }
+		ok "nothing built or run" || not_ok "nothing built or run"
 else
 	echo "# no kernel tree in $KREPRO_TREE: series checks skipped"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

@@ -3,24 +3,7 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 run=$top/run-in-qemu.sh
-pass=0 fail=0
-
-check() { # expected-status description command...
-	local want=$1 what=$2 out rc
-	shift 2
-	out=$("$@" 2>&1)
-	rc=$?
-	if [ "$rc" = "$want" ]; then
-		pass=$((pass + 1)); echo "ok - $what"
-	else
-		fail=$((fail + 1)); echo "not ok - $what: exit $rc, want $want"; echo "$out" | sed 's/^/    /'
-	fi
-	LAST=$out
-}
-contains() { # description needle
-	if grep -qF -- "$2" <<<"$LAST"; then pass=$((pass + 1)); echo "ok - $1"
-	else fail=$((fail + 1)); echo "not ok - $1: no '$2' in:"; echo "$LAST" | sed 's/^/    /'; fi
-}
+. "$top/tests/lib.sh"
 
 check 0 "--help" "$run" --help
 contains "--help documents the exit codes" "125 undecided"
@@ -60,8 +43,8 @@ check 125 "--tree not a kernel tree" env KREPRO_CACHE="$scratch/cache" "$run" --
 contains "not a kernel tree is said" "is not a kernel tree"
 contains "--tree failure names the build log" "build log: $scratch/cache/build/tree-"
 log=$(grep -o "build log: [^)]*" <<<"$LAST" | cut -d' ' -f3)
-if [ -f "$log" ] && grep -q "not a kernel tree" "$log"; then pass=$((pass + 1)); echo "ok - the named build log exists and says why"
-else fail=$((fail + 1)); echo "not ok - the named build log exists and says why: '$log'"; fi
+if [ -f "$log" ] && grep -q "not a kernel tree" "$log"; then ok "the named build log exists and says why"
+else not_ok "the named build log exists and says why: '$log'"; fi
 # A tree whose config step fails, and one whose build fails: 125 and the log.
 for what in config build; do
 	t=$scratch/fake-$what
@@ -101,8 +84,8 @@ check 0 "--arch arm --list" "$run" --arch arm --list
 contains "arm lists arm-kprobe-fortify" "arm-kprobe-fortify"
 check 0 "--list is x86_64's" "$run" --list
 if grep -qx arm-kprobe-fortify <<<"$LAST"; then
-	fail=$((fail + 1)); echo "not ok - x86_64 --list has arm-kprobe-fortify"
-else pass=$((pass + 1)); echo "ok - x86_64 --list lacks arm-kprobe-fortify"; fi
+	not_ok "x86_64 --list has arm-kprobe-fortify"
+else ok "x86_64 --list lacks arm-kprobe-fortify"; fi
 check 2 "an arm reproducer on x86_64" "$run" arm-kprobe-fortify
 contains "the arch is named" "unknown reproducer 'arm-kprobe-fortify' for x86_64"
 check 2 "an x86 reproducer on arm" "$run" --arch arm xfs-nowait-dio
@@ -113,8 +96,7 @@ contains "not-a-zImage is explained" "not an ARM zImage"
 check 125 "--arch arm --tree without arch/arm" env KREPRO_CACHE="$scratch/cache" "$run" --arch arm --tree "$scratch/fake-build" arm-kprobe-fortify
 contains "--arch arm --tree has its own object directory" "build/tree-arm-"
 log=$(grep -o "build log: [^)]*" <<<"$LAST" | cut -d' ' -f3)
-if [ -f "$log" ] && grep -q "arch/arm/" "$log"; then pass=$((pass + 1)); echo "ok - the arm build log names arch/arm/"
-else fail=$((fail + 1)); echo "not ok - the arm build log names arch/arm/: '$log'"; fi
+if [ -f "$log" ] && grep -q "arch/arm/" "$log"; then ok "the arm build log names arch/arm/"
+else not_ok "the arm build log names arch/arm/: '$log'"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary
