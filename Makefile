@@ -9,22 +9,34 @@
 #   make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH]
 #                    run every reproducer on BASE and BASE+SERIES; name what changed
 #   make report DIR=results/<run>   re-render a past run's reports, boots nothing
-#   make sweeps      run the long robustness sweeps (not-in-matrix) once per flavour
+#   make sweeps      run the long robustness sweeps (not in the matrix) once per flavour
+#   make calibrate   measure the reproducers' FAIL rates on unpatched (CALIBRATE_RUNS
+#                    guests each) and record them in repro/<id>/fail-rate.json
 #
-# Variables: REPEAT (guest runs per reproducer and flavour, default 10),
-# REPROS (default: all x86_64 ones but the sweeps), ARM_REPROS (default: all
-# arm ones), KREPRO_CACHE (kernel tree, objects, images, ccache).
+# Variables: MISS (target miss probability of a clean row, default 0.01),
+# MAX_RUNS (cap on guests per row, default 20), REPEAT (a fixed number of runs
+# per row instead of sequential decisions), REPROS (default: the matrix of
+# both arches, all but the sweeps), KREPRO_CACHE (kernel tree, objects,
+# images, ccache, measured rates).
 
 BUILD   ?= build
-REPEAT  ?= 10
-REPROS  ?= $(shell ./run-in-qemu.sh --list)
-ARM_REPROS ?= $(shell ./run-in-qemu.sh --arch arm --list)
+MISS    ?= 0.01
+MAX_RUNS ?= 20
+CALIBRATE_RUNS ?= 10
+# Sequential by default; REPEAT=N asks for N runs a row.
+RUN_MODE = --miss $(MISS) --max-runs $(MAX_RUNS) $(if $(REPEAT),--repeat $(REPEAT))
+# REPROS names reproducers of either arch; each arch's matrix takes its own.
+ALL_X86 = $(shell ./run-in-qemu.sh --list)
+ALL_ARM = $(shell ./run-in-qemu.sh --arch arm --list)
+REPROS  ?= $(ALL_X86) $(ALL_ARM)
+X86_REPROS = $(filter $(ALL_X86),$(REPROS))
+ARM_REPROS = $(filter $(ALL_ARM),$(REPROS))
 CMAKE_STAMP := $(BUILD)/CMakeCache.txt
 # The ARM guest's reproducers: a cross build beside the native one.
 ARM_BUILD := $(BUILD)/arm
 ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
 
-.PHONY: all deps build build-arm guest guest-arm kernels repro-all sweeps test unit check-patches gate report clean
+.PHONY: all deps build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report clean
 
 all: build
 
@@ -66,36 +78,39 @@ unit: build
 # Both arches' matrices run; the first one's failure status is the target's.
 repro-all: kernels guest guest-arm
 	@rc=0; \
-	./run-in-qemu.sh --kernel unpatched --kernel patched --repeat $(REPEAT) --expect \
-		$(REPROS) || rc=$$?; \
-	./run-in-qemu.sh --arch arm --kernel unpatched --kernel patched --repeat $(REPEAT) \
-		--expect $(ARM_REPROS) || { r=$$?; [ $$rc -ne 0 ] || rc=$$r; }; \
+	if [ -n "$(X86_REPROS)" ]; then ./run-in-qemu.sh --kernel unpatched --kernel patched \
+		$(RUN_MODE) --expect $(X86_REPROS) || rc=$$?; fi; \
+	if [ -n "$(ARM_REPROS)" ]; then ./run-in-qemu.sh --arch arm --kernel unpatched \
+		--kernel patched $(RUN_MODE) --expect $(ARM_REPROS) || { r=$$?; [ $$rc -ne 0 ] || rc=$$r; }; fi; \
 	exit $$rc
 
-# A sweep passes on both flavours unless a kernel crashes: no --expect.
-# not-in-matrix also holds reproducers whose rates are not measured yet,
-# so the sweeps are named.
+# The FAIL rates the sequential rows start from: written into the repository
+# for a developer to review and commit (with the build they were measured on).
+calibrate: kernels guest guest-arm
+	@[ -z "$(X86_REPROS)" ] || ./run-in-qemu.sh --kernel unpatched --repeat $(CALIBRATE_RUNS) \
+		--record-rates $(X86_REPROS)
+	@[ -z "$(ARM_REPROS)" ] || ./run-in-qemu.sh --arch arm --kernel unpatched \
+		--repeat $(CALIBRATE_RUNS) --record-rates $(ARM_REPROS)
+
+# A sweep passes on both flavours unless a kernel crashes: no --expect, one
+# guest per kernel.
 SWEEPS  ?= xfs-rmap-fuzz
 sweeps: kernels guest
-	@./run-in-qemu.sh --kernel unpatched --kernel patched $(SWEEPS)
+	@./run-in-qemu.sh --kernel unpatched --kernel patched --repeat 1 $(SWEEPS)
 
 # check-patches first: it fetches the kernel tree the patch-error unit test uses.
-# CI runs the matrix with TEST_REPEAT runs per row, not REPEAT's 10: cold
-# builds of two architectures plus 10 runs of every row would not fit CI's
-# 90 minutes on 2 cores (docs/performance.md). The 10- and 20-run proofs are
-# in each reproducer's README.
-TEST_REPEAT ?= 5
+# The matrix is the sequential one of repro-all, every row decided at MISS.
 test: deps
 	@$(MAKE) --no-print-directory check-patches
 	@$(MAKE) --no-print-directory unit
-	@$(MAKE) --no-print-directory repro-all REPEAT=$(TEST_REPEAT)
+	@$(MAKE) --no-print-directory repro-all
 
-# The gate runs each reproducer once per kernel unless REPEAT is given.
+# The gate decides both kernels' rows sequentially unless REPEAT is given.
 BASE ?= patched
 gate:
-	@test -n "$(SERIES)" || { echo "usage: make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH] [REPEAT=N] [REPROS=...]" >&2; exit 2; }
-	@scripts/gate.sh --base "$(BASE)" --repros "$(REPROS)" \
-		--repeat $(if $(filter command line environment,$(origin REPEAT)),$(REPEAT),1) $(SERIES)
+	@test -n "$(SERIES)" || { echo "usage: make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH] [REPEAT=N] [MISS=P] [REPROS=...]" >&2; exit 2; }
+	@scripts/gate.sh --base "$(BASE)" --repros "$(if $(filter arm,$(KREPRO_ARCH)),$(ARM_REPROS),$(X86_REPROS))" --miss $(MISS) \
+		$(if $(REPEAT),--repeat $(REPEAT)) $(SERIES)
 
 report:
 	@test -n "$(DIR)" || { echo "usage: make report DIR=results/<run>" >&2; exit 2; }

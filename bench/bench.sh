@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
 # Print krepro's performance figures; asserts nothing.
 #
-#   bench/bench.sh            last build timings, then boot-to-init and
-#                             time-to-verdict over RUNS guests per flavour
-#   bench/bench.sh --cold     first a cold build of unpatched (scratch object
-#                             directory, ccache off) and the incremental patched
-#                             build after it; ~20 minutes on 2 cores
+#   bench/bench.sh             last build timings, then the matrix decided
+#                              sequentially (target miss MISS, default 0.01)
+#                              beside the same matrix at a fixed REPEAT
+#                              (default 5), with the ratio
+#   bench/bench.sh --cold      first a cold build of unpatched (scratch object
+#                              directory, ccache off) and the incremental
+#                              patched build after it; ~20 minutes on 2 cores
+#   bench/bench.sh --sequential-only
+#                              the sequential matrix only
 #
-# RUNS (default 3) guests per flavour and reproducer. Never run it beside
-# another build: TCG guests stall when the host is loaded.
+# REPROS (default: the x86_64 matrix) limits the reproducers; ARCH=arm the
+# ARM matrix. Never run it beside another build: TCG guests stall when the
+# host is loaded.
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 . "$TOP/scripts/common.sh"
-RUNS=${RUNS:-3}
+MISS=${MISS:-0.01}
+REPEAT=${REPEAT:-5}
+ARCH=${ARCH:-x86_64}
+cold=0 fixed=1
+for a in "$@"; do
+	case $a in
+	--cold) cold=1 ;;
+	--sequential-only) fixed=0 ;;
+	*) die "unknown argument $a (see the top of $0)" ;;
+	esac
+done
 
-if [ "${1:-}" = --cold ]; then
+if [ "$cold" = 1 ]; then
 	scratch=$(mktemp -d "$KREPRO_CACHE/bench.XXXXXX")
 	trap 'rm -rf "$scratch"' EXIT
 	echo "== cold build (scratch objects, ccache off), then incremental second flavour"
@@ -31,30 +46,41 @@ for f in $KREPRO_FLAVOURS; do
 	[ -f "$t" ] && echo "build $f: $(cat "$t")" || echo "build $f: not built"
 done
 
-echo "== guests: $RUNS per flavour and reproducer"
-results=$(mktemp -d "$TOP/results/bench.XXXXXX" 2>/dev/null || { mkdir -p "$TOP/results"; mktemp -d "$TOP/results/bench.XXXXXX"; })
-# shellcheck disable=SC2046
-"$TOP/run-in-qemu.sh" --results "$results" --kernel unpatched --kernel patched \
-	--repeat "$RUNS" $("$TOP/run-in-qemu.sh" --list) >/dev/null 2>&1 || true
-python3 - "$results" <<'EOF'
-import json, os, re, statistics, sys
-res = sys.argv[1]
-rows = {}
-for d in sorted(os.listdir(res)):
-    p = os.path.join(res, d, "verdict.json")
-    if not os.path.isfile(p):
-        continue
-    v = json.load(open(p))
-    con = open(os.path.join(res, d, "console.log"), errors="replace").read()
-    m = re.search(r"krepro-init: started, uptime ([0-9.]+) s", con)
-    init = float(m.group(1)) if m else float("nan")
-    rows.setdefault((v["repro"], v["kernel"]), []).append((init, v["seconds"], v["verdict"]))
-print(f"{'reproducer':<20} {'kernel':<10} {'runs':>4} {'init(s) guest uptime':>21} {'verdict(s) wall':>16}  verdicts")
-for (r, k), xs in sorted(rows.items()):
-    init = [x[0] for x in xs]
-    wall = [x[1] for x in xs]
-    verdicts = ",".join(sorted(set(x[2] for x in xs)))
-    print(f"{r:<20} {k:<10} {len(xs):>4} {min(init):>8.2f}-{max(init):<8.2f}    "
-          f"{min(wall):>6.1f}-{max(wall):<6.1f}   {verdicts}")
-print(f"results: {res}")
-EOF
+mkdir -p "$TOP/results"
+repros=${REPROS:-$("$TOP/run-in-qemu.sh" --arch "$ARCH" --list)}
+matrix() { # label results-dir run-in-qemu options...
+	local label=$1 dir=$2 t0
+	shift 2
+	t0=$(date +%s)
+	# shellcheck disable=SC2086
+	"$TOP/run-in-qemu.sh" --arch "$ARCH" --results "$dir" --kernel unpatched --kernel patched \
+		--expect "$@" $repros >"$dir.log" 2>&1 || true
+	echo "$label $(($(date +%s) - t0))" >>"$dir.wall"
+}
+seq_dir=$(mktemp -u "$TOP/results/bench-seq.XXXXXX")
+echo "== the matrix, sequential (miss <= $MISS): $seq_dir"
+matrix sequential "$seq_dir" --miss "$MISS"
+dirs=("$seq_dir")
+if [ "$fixed" = 1 ]; then
+	fix_dir=$(mktemp -u "$TOP/results/bench-fixed.XXXXXX")
+	echo "== the matrix, fixed REPEAT=$REPEAT: $fix_dir"
+	matrix fixed "$fix_dir" --repeat "$REPEAT"
+	dirs+=("$fix_dir")
+fi
+PYTHONPATH=$TOP/scripts python3 - "${dirs[@]}" <<'PY'
+import json, statistics, sys
+print(f"{'mode':<12} {'wall':>8} {'guests':>7} {'guest s':>8}  rows as expected")
+walls = []
+for d in sys.argv[1:]:
+    rec = json.load(open(f"{d}/run.json"))
+    label, wall = open(f"{d}.wall").read().split()
+    walls.append(int(wall))
+    secs = sum(r["seconds"] or 0 for r in rec["runs"])
+    ok = sum(1 for r in rec["rows"] if r.get("as_expected"))
+    print(f"{label:<12} {int(wall) // 60:>4}m{int(wall) % 60:02d}s {len(rec['runs']):>7} {secs:>8.0f}  "
+          f"{ok}/{len(rec['rows'])}")
+    for r in rec["rows"]:
+        print(f"    {r['repro']:<20} {r['kernel']:<10} {r['runs']:>3} guests  {r['cell']}")
+if len(walls) == 2:
+    print(f"sequential / fixed wall time: {walls[0] / walls[1]:.2f}")
+PY

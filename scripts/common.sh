@@ -4,8 +4,10 @@
 KREPRO_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 KREPRO_CACHE=${KREPRO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/krepro}
 KREPRO_ARCH=${KREPRO_ARCH:-x86_64}
-# Guest architectures: each has kernel-patches/config/<arch>.config.
-KREPRO_ARCHES="x86_64 arm"
+# Guest architectures: the rows of scripts/arches.tsv (the host runner reads
+# the same table); each has kernel-patches/config/<arch>.config.
+KREPRO_ARCH_TABLE=$KREPRO_TOP/scripts/arches.tsv
+KREPRO_ARCHES=$(awk -F'\t' '!/^#/ && NF { printf "%s%s", sep, $1; sep = " " }' "$KREPRO_ARCH_TABLE")
 case " $KREPRO_ARCHES " in *" $KREPRO_ARCH "*) ;; *)
 	printf 'krepro: error: KREPRO_ARCH=%s: known arches are %s\n' "$KREPRO_ARCH" "$KREPRO_ARCHES" >&2
 	exit 2 ;;
@@ -52,23 +54,32 @@ need_foreign_arch() {
 	apt-get update >>"$KREPRO_CACHE/apt.log" 2>&1 || die "apt-get update failed; see $KREPRO_CACHE/apt.log"
 }
 
-# Host packages for building and booting KREPRO_ARCH's guests.
-need_arch_pkgs() {
-	case $KREPRO_ARCH in
-	x86_64) need_pkgs qemu-system-x86 busybox-static zlib1g-dev ;;
-	arm)
-		need_foreign_arch armhf
-		need_pkgs qemu-system-arm gcc-arm-linux-gnueabihf libc6-dev-armhf-cross zlib1g-dev:armhf
-		;;
-	esac
+# A column of KREPRO_ARCH's row of scripts/arches.tsv ("-" prints nothing).
+arch_field() {
+	awk -F'\t' -v arch="$KREPRO_ARCH" -v col="$1" '
+		/^#arch\t/ { for (i = 1; i <= NF; i++) if ($i == "#arch" ? col == "arch" : $i == col) c = i; next }
+		/^#/ || !NF { next }
+		$1 == arch { v = $c; if (v == "-") v = ""; print v; found = 1 }
+		END { exit !(c && found) }' "$KREPRO_ARCH_TABLE" ||
+		die "scripts/arches.tsv has no column $1 for $KREPRO_ARCH"
 }
 
-# Image path of a built flavour.
+# Host packages for building and booting KREPRO_ARCH's guests.
+need_arch_pkgs() {
+	local deb
+	deb=$(arch_field debarch)
+	if [ "$deb" = "$(dpkg --print-architecture)" ]; then
+		need_pkgs "$(arch_field qemu_pkg)" busybox-static zlib1g-dev
+	else
+		need_foreign_arch "$deb"
+		need_pkgs "$(arch_field qemu_pkg)" "gcc-$(arch_field cross | sed 's/-$//')" \
+			"libc6-dev-$deb-cross" "zlib1g-dev:$deb"
+	fi
+}
+
+# Image path of a built flavour: <image name>-<arch>-<flavour>.
 kernel_image() {
-	case $KREPRO_ARCH in
-	arm) echo "$KREPRO_KERNELS/zImage-arm-$1" ;;
-	*) echo "$KREPRO_KERNELS/bzImage-$KREPRO_ARCH-$1" ;;
-	esac
+	echo "$KREPRO_KERNELS/$(basename "$(arch_field image)")-$KREPRO_ARCH-$1"
 }
 
 mkdir -p "$KREPRO_CACHE"

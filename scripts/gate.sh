@@ -9,16 +9,18 @@
 #   --base B        unpatched | patched (krepro's flavours; default patched) | PATH
 #                   to a git kernel tree (its HEAD commit; the tree is not touched:
 #                   the gate works in a clone under the cache)
-#   --repeat N      guests per reproducer and kernel (default 1); a row is FAIL
-#                   when any of its runs failed
+#   --miss P        target miss probability of a clean row (default 0.01): each
+#                   row runs until its verdict is that sure (run-in-qemu.sh --miss)
+#   --repeat N      a fixed N guests per reproducer and kernel instead
 #   --arch A        guest arch: x86_64 | arm (default x86_64, or KREPRO_ARCH);
 #                   the kernels are built and booted for it
 #   --repros "a b"  reproducers to run (default: all of --arch's, run-in-qemu.sh --list)
 #   --results DIR   run directory (default results/gate-<time>)
 #
-# Prints the reproducers that went PASS->FAIL (regressions), FAIL->PASS (fixes),
-# unchanged, and undecided (BROKEN or SKIP on one side); writes gate.md and the
-# usual reports into the run directory.
+# Prints the reproducers that went PASS->FAIL or PASS->OTHER (regressions: a
+# FAIL, or a kernel report that is not the reproducer's bug, on BASE+SERIES),
+# FAIL->PASS (fixes), unchanged, and undecided (BROKEN, SKIP, HANG or undecided
+# on one side); writes gate.md and the usual reports into the run directory.
 #
 # Exit status: 0 no regression, 1 a regression, 2 bad input (a series patch
 # that does not apply: the patch and hunk are named, nothing is built),
@@ -31,11 +33,12 @@ KERNELS=$TOP/scripts/kernels.sh
 
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; }
 
-base=patched repeat=1 results= repros= items=()
+base=patched repeat= miss=0.01 results= repros= items=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--base) [ $# -ge 2 ] || die "--base needs a value"; base=$2; shift ;;
 	--repeat) [ $# -ge 2 ] || die "--repeat needs a value"; repeat=$2; shift ;;
+	--miss) [ $# -ge 2 ] || die "--miss needs a value"; miss=$2; shift ;;
 	--results) [ $# -ge 2 ] || die "--results needs a value"; results=$2; shift ;;
 	--repros) [ $# -ge 2 ] || die "--repros needs a value"; repros=$2; shift ;;
 	--arch) [ $# -ge 2 ] || die "--arch needs a value"; KREPRO_ARCH=$2; shift ;;
@@ -49,7 +52,7 @@ case " $KREPRO_ARCHES " in *" $KREPRO_ARCH "*) ;; *) die "--arch is one of: $KRE
 # kernels.sh and run-in-qemu.sh take the arch from the environment.
 export KREPRO_ARCH
 [ ${#items[@]} -gt 0 ] || { usage >&2; die "no SERIES given (patch files or directories)"; }
-[[ $repeat =~ ^[1-9][0-9]*$ ]] || die "--repeat wants a positive number, not '$repeat'"
+[ -z "$repeat" ] || [[ $repeat =~ ^[1-9][0-9]*$ ]] || die "--repeat wants a positive number, not '$repeat'"
 
 patches=()
 for it in "${items[@]}"; do
@@ -121,9 +124,9 @@ ln -sfn "$(kernel_image "gate-$name-series")" "$results/kernels/base+series"
 log "kernels built in $(($(date +%s) - t0)) s; running ${#repro_list[@]} reproducer(s) on both"
 unset KREPRO_KERNELS
 
-"$TOP/run-in-qemu.sh" --results "$results" --repeat "$repeat" \
+"$TOP/run-in-qemu.sh" --results "$results" --miss "$miss" ${repeat:+--repeat "$repeat"} \
 	--kernel "$results/kernels/base" --kernel "$results/kernels/base+series" "${repro_list[@]}"
 status=$?
-[ "$status" = 2 ] && die "run-in-qemu.sh refused its arguments (see above)"
+[ "$status" -ge 128 ] && die "run-in-qemu.sh refused its arguments or was stopped (exit $status, see above)"
 echo
-python3 "$TOP/scripts/krepro.py" gate "$results" base base+series
+PYTHONPATH="$TOP/scripts" python3 -m krepro gate "$results" base base+series

@@ -78,11 +78,13 @@ cmd_series() {
 	return 0
 }
 
-# Hash of everything that decides a flavour's image.
+# Hash of everything that decides a flavour's image. The source is named by
+# its git tree (content only), so the stamp is the same on every machine: the
+# recorded FAIL rates (repro/*/fail-rate.json) name the build by it.
 flavour_stamp() {
 	local flavour=$1
 	{
-		git_tree rev-parse pristine
+		git_tree rev-parse 'pristine^{tree}'
 		echo "$KREPRO_ARCH"
 		cmd_series "$flavour" | xargs -r sha256sum | sed "s|$KREPRO_TOP/||"
 		config_fragments | xargs sha256sum | sed "s|$KREPRO_TOP/||"
@@ -187,10 +189,11 @@ tree_obj() {
 	esac
 }
 
-kbuild_arch() { case $KREPRO_ARCH in x86_64) echo x86 ;; *) echo "$KREPRO_ARCH" ;; esac; }
-cross_compile() { case $KREPRO_ARCH in arm) echo arm-linux-gnueabihf- ;; esac; }
-cross_pkgs() { case $KREPRO_ARCH in arm) echo gcc-arm-linux-gnueabihf ;; esac; }
-image_path_in_obj() { case $KREPRO_ARCH in x86_64) echo arch/x86/boot/bzImage ;; arm) echo arch/arm/boot/zImage ;; esac; }
+# From scripts/arches.tsv, the table the host runner reads too.
+kbuild_arch() { arch_field kbuild; }
+cross_compile() { arch_field cross; }
+cross_pkgs() { local c; c=$(cross_compile); [ -z "$c" ] || echo "gcc-${c%-}"; }
+image_path_in_obj() { arch_field image; }
 
 # make_kernel WHAT TREE OBJ LOG STAMP: the image, with a progress line every 30 s
 # (files compiled so far against the last build in OBJ, elapsed time).
@@ -267,7 +270,7 @@ build_flavour() {
 }
 
 # Builds hold the cache's machine lock exclusively; run-in-qemu.sh holds it
-# shared while guests run: TCG guests stall beside a build (FINDINGS.md),
+# shared while guests run: TCG guests stall beside a build (RCU stall reports),
 # and two builds on 2 cores only slow each other.
 machine_lock() {
 	exec 9>"$KREPRO_CACHE/machine.lock"

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A reproducer that does what FAKE_<case> says (pass, fail, skip, broken,
- * report, crash, none), for the harness unit tests. Built twice: against the
- * test build of the harness (marker and kmsg in files) and against the real
- * one, to check that the real one refuses to run on the host.
+ * report, crash, none), for the harness unit tests. Built three times: against
+ * the test build of the harness (marker and kmsg in files), against the real
+ * one, to check that the real one refuses to run on the host, and against the
+ * test build again for arches this machine is not (KREPRO_ARCHES, as
+ * krepro_reproducer() passes it), to check the SKIP.
  */
 #define _GNU_SOURCE
 #include "krepro.h"
@@ -60,6 +62,15 @@ static void cleanup(void)
 
 static const char *const kconfigs[] = { "CONFIG_KREPRO_FAKE_OPTION", NULL };
 
+/* Strings that need JSON escaping in --describe: backslashes, quotes, a tab,
+ * a newline. */
+static const struct krepro_signature signatures[] = {
+	{ "KASAN", "^KASAN: use-after-free in uio_unregister_device$", "uio_.*" },
+	{ "BUG", "^kernel BUG at lib/fake\\.c:[0-9]+ \"quoted\"$", NULL },
+	{ "HANG", NULL, NULL },
+	{ NULL },
+};
+
 static const struct krepro_case cases[] = {
 	{ "first", first },
 	{ "second", second },
@@ -74,6 +85,8 @@ static const struct krepro_test test = {
 	.seed = "none",
 	.timeout = 10,
 	.cmdline = "fake.option=1",
+	.not_in_matrix = "a test double,\tnot a bug\n(kept out)",
+	.signatures = signatures,
 	.setup = setup,
 	.cleanup = cleanup,
 	.cases = cases,
@@ -90,20 +103,8 @@ static const struct krepro_test test_kconfig = {
 	.cases = cases,
 };
 
-/* Only when asked: a reproducer for another arch than the one it runs on. */
-static const struct krepro_test test_other_arch = {
-	.name = "fake-repro",
-	.summary = "a test double for the harness",
-	.fix_commit = "0123456789ab (\"fake: fix\")",
-	.seed = "none",
-	.arches = "sparc64 s390",
-	.timeout = 10,
-	.cases = cases,
-};
-
 int main(int argc, char **argv)
 {
-	if (getenv("FAKE_OTHER_ARCH"))
-		return krepro_main(&test_other_arch, argc, argv);
-	return krepro_main(getenv("FAKE_NEEDS_KCONFIG") ? &test_kconfig : &test, argc, argv);
+	return krepro_main(getenv("FAKE_NEEDS_KCONFIG") ? &test_kconfig : &test, KREPRO_ARCHES,
+			   argc, argv);
 }

@@ -7,26 +7,27 @@ run=$top/run-in-qemu.sh
 
 check 0 "--help" "$run" --help
 contains "--help documents the exit codes" "125 undecided"
+contains "--help documents the usage status" "128 usage error"
 check 0 "--list" "$run" --list
 contains "--list names xfs-nowait-dio" "xfs-nowait-dio"
-check 2 "no reproducer" "$run"
-check 2 "unknown reproducer" "$run" no-such-bug
+check 128 "no reproducer" "$run"
+check 128 "unknown reproducer" "$run" no-such-bug
 contains "unknown reproducer lists the known ones" "  xfs-nowait-dio"
-check 2 "unknown option" "$run" --frobnicate xfs-nowait-dio
-check 2 "--kernel path missing" "$run" --kernel /nonexistent/bzImage xfs-nowait-dio
+check 128 "unknown option" "$run" --frobnicate xfs-nowait-dio
+check 128 "--kernel path missing" "$run" --kernel /nonexistent/bzImage xfs-nowait-dio
 contains "missing kernel is named" "/nonexistent/bzImage: no such file"
-check 2 "--kernel not a kernel" "$run" --kernel /etc/hostname xfs-nowait-dio
+check 128 "--kernel not a kernel" "$run" --kernel /etc/hostname xfs-nowait-dio
 contains "not-a-kernel is explained" "not an x86 bzImage"
-check 2 "--repeat 0" "$run" --repeat 0 xfs-nowait-dio
-check 2 "--timeout abc" "$run" --timeout abc xfs-nowait-dio
-check 2 "--accel bogus" "$run" --accel bogus xfs-nowait-dio
-check 2 "--kernel without value" "$run" --kernel
-check 2 "--repeat abc" "$run" --repeat abc xfs-nowait-dio
-contains "--repeat abc is explained" "--repeat wants a positive number, not 'abc'"
-check 2 "--repeat -1" "$run" --repeat -1 xfs-nowait-dio
-check 2 "--tree without value" "$run" --tree
-check 2 "--report without value" "$run" --report
-check 2 "--report of a missing directory" "$run" --report /nonexistent/run
+check 128 "--repeat 0" "$run" --repeat 0 xfs-nowait-dio
+check 128 "--timeout abc" "$run" --timeout abc xfs-nowait-dio
+check 128 "--accel bogus" "$run" --accel bogus xfs-nowait-dio
+check 128 "--kernel without value" "$run" --kernel
+check 128 "--repeat abc" "$run" --repeat abc xfs-nowait-dio
+contains "--repeat abc is explained" "--repeat: wants a positive number, not 'abc'"
+check 128 "--repeat -1" "$run" --repeat -1 xfs-nowait-dio
+check 128 "--tree without value" "$run" --tree
+check 128 "--report without value" "$run" --report
+check 128 "--report of a missing directory" "$run" --report /nonexistent/run
 contains "missing report dir is named" "/nonexistent/run: no such directory"
 check 0 "--help documents --tree and --report" "$run" --help
 contains "--help names --tree" "--tree DIR"
@@ -62,22 +63,26 @@ for what in config build; do
 	contains "--tree $what failure names the build log" "(build log: $scratch/cache/build/tree-"
 done
 contains "the build's own error is shown" "error: this tree does not build"
-check 125 "--tree missing directory" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$scratch/nope" xfs-nowait-dio
-check 2 "--tree with an unknown reproducer: usage first, no build" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$scratch/not-a-kernel" no-such-bug
+check 128 "--tree missing directory" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$scratch/nope" xfs-nowait-dio
+check 128 "--tree with an unknown reproducer: usage first, no build" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$scratch/not-a-kernel" no-such-bug
 
-# --report on a directory with no runs: says so, exit 2; on an incomplete one
-# it renders what is there (report rendering itself: tests/test_reports.py).
+# --report on a directory without run.json: says so, a usage error; on a run
+# that was interrupted it renders what finished and says it is partial (the
+# rendering itself: tests/test_runner.py).
 mkdir -p "$scratch/empty-run"
-check 2 "--report of a run directory without runs" "$run" --report "$scratch/empty-run"
-contains "empty run dir is explained" "no runs under"
-mkdir -p "$scratch/run/r.patched.1" "$scratch/run/r.patched.2"
-cat >"$scratch/run/r.patched.1/verdict.json" <<'JSON'
-{"repro": "r", "kernel": "patched", "run": 1, "verdict": "PASS", "evidence": "exit 0", "seconds": 5.0}
+check 128 "--report of a directory without run.json" "$run" --report "$scratch/empty-run"
+contains "no run.json is explained" "no run.json there"
+mkdir -p "$scratch/run/r.patched.1"
+cat >"$scratch/run/run.json" <<'JSON'
+{"format": 1, "arch": "x86_64", "accel": "tcg", "started": "2026-12-04T10:00:00+00:00",
+ "finished": null, "interrupted": true, "krepro": "test", "expect": false,
+ "mode": {"kind": "fixed", "repeat": 2}, "kernels": [], "rows": [], "prepare": [],
+ "runs": [{"repro": "r", "kernel": "patched", "run": 1, "outcome": "PASS", "evidence": "exit 0",
+           "seconds": 5.0, "log": "r.patched.1/console.log", "ktap": "r.patched.1/ktap.txt"}]}
 JSON
-check 0 "--report of an incomplete run renders it" "$run" --report "$scratch/run"
-contains "the matrix row is there" "| r | patched | 1 | FAIL 0, PASS 1, BROKEN 0 |"
-contains "the interrupted run is named" "r.patched.2: no verdict.json"
-contains "the missing console log is named" "r.patched.1: no console.log"
+check 125 "--report of an interrupted run renders it" "$run" --report "$scratch/run"
+contains "the run is called partial" "**PARTIAL**"
+contains "the undecided row is there" "| r | patched | (not decided: run stopped) |"
 
 # Arches: each lists and accepts its own reproducers only.
 check 0 "--arch arm --list" "$run" --arch arm --list
@@ -86,11 +91,11 @@ check 0 "--list is x86_64's" "$run" --list
 if grep -qx arm-kprobe-fortify <<<"$LAST"; then
 	not_ok "x86_64 --list has arm-kprobe-fortify"
 else ok "x86_64 --list lacks arm-kprobe-fortify"; fi
-check 2 "an arm reproducer on x86_64" "$run" arm-kprobe-fortify
+check 128 "an arm reproducer on x86_64" "$run" arm-kprobe-fortify
 contains "the arch is named" "unknown reproducer 'arm-kprobe-fortify' for x86_64"
-check 2 "an x86 reproducer on arm" "$run" --arch arm xfs-nowait-dio
-check 2 "--arch bogus" "$run" --arch sparc xfs-nowait-dio
-check 2 "--arch arm: a bzImage is not a zImage" "$run" --arch arm --kernel /etc/hostname arm-kprobe-fortify
+check 128 "an x86 reproducer on arm" "$run" --arch arm xfs-nowait-dio
+check 128 "--arch bogus" "$run" --arch sparc xfs-nowait-dio
+check 128 "--arch arm: a bzImage is not a zImage" "$run" --arch arm --kernel /etc/hostname arm-kprobe-fortify
 contains "not-a-zImage is explained" "not an ARM zImage"
 # --tree with --arch arm: the tree must have arch/arm (an x86-only fake has not).
 check 125 "--arch arm --tree without arch/arm" env KREPRO_CACHE="$scratch/cache" "$run" --arch arm --tree "$scratch/fake-build" arm-kprobe-fortify

@@ -9,7 +9,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-import krepro  # noqa: E402
+from krepro import reports as krepro  # noqa: E402
 
 
 class Golden(unittest.TestCase):

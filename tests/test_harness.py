@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Harness unit tests: run the fake reproducer against the test build of the
 harness (guest marker, kmsg, config and taint in files) and check exit codes,
-KTAP and evidence; check that the real build refuses to run on the host."""
+KTAP and evidence; check that the real build refuses to run on the host and
+that --describe is the declaration as JSON."""
 import gzip
+import json
 import os
 import subprocess
 import sys
 import unittest
 
-FAKE, FAKE_REAL, WORK, XFS_REPRO = sys.argv[1:5]
-del sys.argv[1:5]
+# FAKE_OTHER_ARCH: the fake built with KREPRO_ARCHES="sparc64 s390".
+FAKE, FAKE_REAL, WORK, XFS_REPRO, FAKE_OTHER_ARCH = sys.argv[1:6]
+del sys.argv[1:6]
 
 
 def path(name):
@@ -105,7 +108,7 @@ class Harness(unittest.TestCase):
         self.assertIn("kernel lacks CONFIG_KREPRO_FAKE_OPTION", out)
 
     def test_other_arch_is_skip(self):
-        rc, out, _ = self.run_fake(FAKE_OTHER_ARCH="1")
+        rc, out, _ = self.run_fake(FAKE_OTHER_ARCH)
         self.assertEqual(rc, 4, out)
         self.assertIn("runs on sparc64 s390, this machine is", out)
         self.assertIn("ok 1 first # SKIP", out)
@@ -130,15 +133,61 @@ class Harness(unittest.TestCase):
             self.assertIn("refusing to run", err)
             self.assertEqual(out, "")
 
-    def test_describe(self):
-        p = subprocess.run([FAKE_REAL, "--describe"], capture_output=True, text=True)
-        self.assertEqual(p.returncode, 0)
-        meta = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
-        self.assertEqual(meta["name"], "fake-repro")
-        self.assertEqual(meta["timeout"], "10")
-        self.assertEqual(meta["cmdline"], "fake.option=1")
-        self.assertEqual(meta["arches"], "x86_64")
+    def describe(self, binary):
+        p = subprocess.run([binary, "--describe"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)
 
+    def test_describe(self):
+        meta = self.describe(FAKE_REAL)
+        self.assertEqual(set(meta), {"name", "summary", "fix", "introduced", "seed", "arches",
+                                     "not_in_matrix", "min_cpus", "timeout", "cmdline",
+                                     "disk_mib", "prepare", "kconfig", "cases", "signatures"})
+        self.assertEqual(meta["name"], "fake-repro")
+        self.assertEqual(meta["fix"], '0123456789ab ("fake: fix")')
+        self.assertEqual(meta["introduced"], 'ba9876543210 ("fake: break")')
+        self.assertEqual(meta["timeout"], 10)
+        self.assertEqual(meta["min_cpus"], 1)
+        self.assertEqual(meta["disk_mib"], 0)
+        self.assertIs(meta["prepare"], False)
+        self.assertEqual(meta["cmdline"], "fake.option=1")
+        self.assertEqual(meta["arches"], ["x86_64"])
+        self.assertEqual(meta["kconfig"], [])
+        self.assertEqual(meta["cases"], ["first", "second"])
+        # Escaping: a tab and a newline, backslashes and quotes in a regex,
+        # null for a missing title or frame.
+        self.assertEqual(meta["not_in_matrix"], "a test double,\tnot a bug\n(kept out)")
+        self.assertEqual(meta["signatures"], [
+            {"kind": "KASAN", "title": "^KASAN: use-after-free in uio_unregister_device$",
+             "frame": "uio_.*"},
+            {"kind": "BUG", "title": '^kernel BUG at lib/fake\\.c:[0-9]+ "quoted"$', "frame": None},
+            {"kind": "HANG", "title": None, "frame": None},
+        ])
+
+    def test_describe_defaults(self):
+        # The kconfig variant declares no signatures and is in the matrix.
+        e = dict(os.environ, FAKE_NEEDS_KCONFIG="1")
+        p = subprocess.run([FAKE_REAL, "--describe"], env=e, capture_output=True, text=True)
+        meta = json.loads(p.stdout)
+        self.assertEqual(meta["introduced"], "")
+        self.assertEqual(meta["not_in_matrix"], "")
+        self.assertEqual(meta["cmdline"], "")
+        self.assertEqual(meta["signatures"], [])
+        self.assertEqual(meta["kconfig"], ["CONFIG_KREPRO_FAKE_OPTION"])
+
+    def test_describe_arches_from_the_build(self):
+        # KREPRO_ARCHES, as krepro_reproducer() passes it, is the list.
+        self.assertEqual(self.describe(FAKE_OTHER_ARCH)["arches"], ["sparc64", "s390"])
+
+    def test_describe_does_nothing_else(self):
+        # In a guest (the test build sees the marker), --describe still only
+        # describes: no start mark in kmsg, no case run.
+        meta = self.describe(FAKE)
+        self.assertEqual(meta["name"], "fake-repro")
+        with open(path("kmsg")) as f:
+            self.assertEqual(f.read(), "")
+        # A real reproducer answers it on the host.
+        self.assertEqual(self.describe(XFS_REPRO)["name"], "xfs-nowait-dio")
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

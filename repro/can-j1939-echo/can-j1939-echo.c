@@ -38,7 +38,7 @@
 #define FRAME_SA	0x40
 #define LISTENERS	200	/* CAN_RAW sockets on vcan0 nobody reads */
 #define MAX_SENDS	100000
-#define MAX_SECONDS	30.0
+#define MAX_SECONDS	15.0	/* the bug showed 3.1-9.0 s in, 20 runs */
 #define DRAIN_SECONDS	10.0
 #define BACKLOG		1000	/* net.core.netdev_max_backlog: the default, made explicit */
 #define KMSG_EVERY	64	/* sends between looks at kmsg */
@@ -197,12 +197,14 @@ static bool report_seen(int kmsg, unsigned int sent)
 		if (strstr(msg, "---[ end trace"))
 			break;
 	}
+	/* The host decides whether the report is this bug (its signature:
+	 * refcount_t, a j1939_ frame); any other report is OTHER. */
 	if (frame[0])
-		krepro_fail("after %u sends (%.1f s): \"%s\", taken in %s: a reference on a "
-			    "closed socket", sent, krepro_elapsed(), report, frame);
+		krepro_report("after %u sends (%.1f s): \"%s\", taken in %s: a reference on a "
+			      "closed socket", sent, krepro_elapsed(), report, frame);
 	else
-		krepro_fail("after %u sends (%.1f s): \"%s\" (no j1939_can_recv in its trace)",
-			    sent, krepro_elapsed(), report);
+		krepro_report("after %u sends (%.1f s): \"%s\" (no j1939_can_recv in its trace)",
+			      sent, krepro_elapsed(), report);
 	return true;
 }
 
@@ -286,6 +288,17 @@ static const struct krepro_case cases[] = {
 	{ NULL, NULL },
 };
 
+/*
+ * The bug's kernel report (README, Evidence): sock_hold() on the closed
+ * socket, "refcount_t: addition on 0; use-after-free." (with its WARNING, one
+ * report to the host), with j1939 in the trace. The "saturated" and other
+ * refcount_t warnings that follow are consequences, not declared.
+ */
+static const struct krepro_signature signatures[] = {
+	{ "REFCOUNT", "^refcount_t: addition on 0; use-after-free$", "j1939_.*" },
+	{ NULL },
+};
+
 static const struct krepro_test test = {
 	.name = "can-j1939-echo",
 	.summary = "echo skb not cloned: j1939 takes a reference on a closed socket",
@@ -294,6 +307,7 @@ static const struct krepro_test test = {
 	.bug_commit = "0ae89beb283a (\"can: add destructor for self generated skbs\")",
 	.seed = "005-patch-can-can-create-echo-skb-fix-echo-skb-generation-always-u.patch",
 	.needs_kconfigs = kconfigs,
+	.signatures = signatures,
 	.min_cpus = 2,
 	.timeout = 90,
 	.cmdline = "vcan.echo=1",

@@ -108,6 +108,16 @@ void krepro_fail(const char *fmt, ...)
 	case_result = KREPRO_FAIL;
 }
 
+void krepro_report(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vverdict("REPORT", "", fmt, ap);
+	va_end(ap);
+	case_result = KREPRO_FAIL;
+}
+
 void krepro_broken_at(const char *file, int line, const char *fmt, ...)
 {
 	char where[300];
@@ -411,11 +421,6 @@ static int run_test(const struct krepro_test *t, int ncases)
 	return KREPRO_PASS;
 }
 
-static const char *test_arches(const struct krepro_test *t)
-{
-	return t->arches ? t->arches : "x86_64";
-}
-
 /* This machine's krepro arch name ("armv7l" is "arm"), or NULL. */
 static const char *machine_arch(void)
 {
@@ -430,9 +435,9 @@ static const char *machine_arch(void)
 	return u.machine;
 }
 
-static bool runs_on(const struct krepro_test *t, const char *arch)
+/* Is arch one of the space-separated words of list? */
+static bool runs_on(const char *list, const char *arch)
 {
-	const char *list = test_arches(t);
 	size_t len = arch ? strlen(arch) : 0;
 
 	for (const char *p = list; arch && (p = strstr(p, arch)); p += len)
@@ -441,26 +446,152 @@ static bool runs_on(const struct krepro_test *t, const char *arch)
 	return false;
 }
 
-static void describe(const struct krepro_test *t)
+/* --- --describe: the declaration as one JSON object for the host --- */
+
+/* A JSON string: quotes, backslashes (the signature regexes have them) and
+ * control characters escaped; other bytes pass as they are (UTF-8). NULL is
+ * null. */
+static void json_str(const char *s)
 {
-	printf("name=%s\n", t->name);
-	printf("summary=%s\n", t->summary);
-	printf("fix=%s\n", t->fix_commit ? t->fix_commit : "");
-	printf("introduced=%s\n", t->bug_commit ? t->bug_commit : "");
-	printf("seed=%s\n", t->seed ? t->seed : "");
-	printf("arches=%s\n", test_arches(t));
-	printf("min_cpus=%u\n", t->min_cpus ? t->min_cpus : 1);
-	printf("timeout=%u\n", t->timeout);
-	printf("cmdline=%s\n", t->cmdline ? t->cmdline : "");
-	printf("disk_mib=%u\n", t->disk_mib);
-	printf("prepare=%d\n", t->prepare != NULL);
-	for (const char *const *k = t->needs_kconfigs; k && *k; k++)
-		printf("kconfig=%s\n", *k);
-	for (const struct krepro_case *c = t->cases; c->name; c++)
-		printf("case=%s\n", c->name);
+	if (!s) {
+		fputs("null", stdout);
+		return;
+	}
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"': fputs("\\\"", stdout); break;
+		case '\\': fputs("\\\\", stdout); break;
+		case '\n': fputs("\\n", stdout); break;
+		case '\t': fputs("\\t", stdout); break;
+		case '\r': fputs("\\r", stdout); break;
+		default:
+			if (*p < 0x20)
+				printf("\\u%04x", *p);
+			else
+				putchar(*p);
+		}
+	}
+	putchar('"');
 }
 
-int krepro_main(const struct krepro_test *t, int argc, char **argv)
+/* A string member; NULL is "" (the host reads these as text). */
+static void json_member(const char *key, const char *value, const char *sep)
+{
+	printf("  \"%s\": ", key);
+	json_str(value ? value : "");
+	fputs(sep, stdout);
+}
+
+/* The space-separated words of list as a JSON list of strings. */
+static void json_words(const char *list)
+{
+	const char *sep = "";
+
+	putchar('[');
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, " ");
+
+		if (len) {
+			char word[64];
+
+			snprintf(word, sizeof(word), "%.*s", (int)len, p);
+			fputs(sep, stdout);
+			json_str(word);
+			sep = ", ";
+		}
+		p += len + strspn(p + len, " ");
+	}
+	putchar(']');
+}
+
+/*
+ * The signatures must hold up before the host relies on them: a known shape
+ * and regexes that compile as POSIX EREs (the build writes <id>.json from
+ * --describe, so a bad one fails the build; tests/test-metadata.py checks the
+ * kinds against kernel-reports.tsv and that Python's re takes the regexes).
+ */
+static bool signatures_valid(const struct krepro_test *t)
+{
+	bool ok = true;
+
+	for (const struct krepro_signature *s = t->signatures; s && s->kind; s++) {
+		const char *res[2] = { s->title, s->frame };
+
+		if (!s->kind[0]) {
+			fprintf(stderr, "%s: a signature with an empty kind\n", t->name);
+			ok = false;
+		}
+		for (int i = 0; i < 2; i++) {
+			regex_t re;
+			int err;
+
+			if (!res[i])
+				continue;
+			err = regcomp(&re, res[i], REG_EXTENDED | REG_NOSUB);
+			if (err) {
+				char msg[200];
+
+				regerror(err, &re, msg, sizeof(msg));
+				fprintf(stderr, "%s: signature %s: bad regex '%s': %s\n",
+					t->name, s->kind, res[i], msg);
+				ok = false;
+				continue;
+			}
+			regfree(&re);
+		}
+	}
+	return ok;
+}
+
+static int describe(const struct krepro_test *t, const char *arches)
+{
+	const char *sep = "";
+
+	if (!signatures_valid(t))
+		return KREPRO_BROKEN;
+	puts("{");
+	json_member("name", t->name, ",\n");
+	json_member("summary", t->summary, ",\n");
+	json_member("fix", t->fix_commit, ",\n");
+	json_member("introduced", t->bug_commit, ",\n");
+	json_member("seed", t->seed, ",\n");
+	fputs("  \"arches\": ", stdout);
+	json_words(arches);
+	fputs(",\n", stdout);
+	json_member("not_in_matrix", t->not_in_matrix, ",\n");
+	printf("  \"min_cpus\": %u,\n", t->min_cpus ? t->min_cpus : 1);
+	printf("  \"timeout\": %u,\n", t->timeout);
+	json_member("cmdline", t->cmdline, ",\n");
+	printf("  \"disk_mib\": %u,\n", t->disk_mib);
+	printf("  \"prepare\": %s,\n", t->prepare ? "true" : "false");
+	fputs("  \"kconfig\": [", stdout);
+	for (const char *const *k = t->needs_kconfigs; k && *k; k++, sep = ", ") {
+		fputs(sep, stdout);
+		json_str(*k);
+	}
+	fputs("],\n  \"cases\": [", stdout);
+	sep = "";
+	for (const struct krepro_case *c = t->cases; c->name; c++, sep = ", ") {
+		fputs(sep, stdout);
+		json_str(c->name);
+	}
+	fputs("],\n  \"signatures\": [", stdout);
+	sep = "\n";
+	for (const struct krepro_signature *s = t->signatures; s && s->kind; s++, sep = ",\n") {
+		printf("%s    {\"kind\": ", sep);
+		json_str(s->kind);
+		fputs(", \"title\": ", stdout);
+		json_str(s->title);
+		fputs(", \"frame\": ", stdout);
+		json_str(s->frame);
+		putchar('}');
+	}
+	puts(t->signatures && t->signatures->kind ? "\n  ]\n}" : "]\n}");
+	return fflush(stdout) ? KREPRO_BROKEN : 0;
+}
+
+int krepro_main(const struct krepro_test *t, const char *arches, int argc, char **argv)
 {
 	int ncases = 0, overall, kmsg_fd, reports, missing, status;
 	unsigned long taint_before, taint_after;
@@ -469,10 +600,11 @@ int krepro_main(const struct krepro_test *t, int argc, char **argv)
 	long cpus;
 
 	cur_test = t;
+	if (!arches)
+		arches = "";	/* runs nowhere: SKIP, never a guess */
 	if (argc > 1 && !strcmp(argv[1], "--describe")) {
 		/* Metadata for the host runner; does nothing else. */
-		describe(t);
-		return 0;
+		return describe(t, arches);
 	}
 	if (argc > 1) {
 		fprintf(stderr, "usage: %s [--describe]\n"
@@ -523,8 +655,8 @@ int krepro_main(const struct krepro_test *t, int argc, char **argv)
 	taint_before = read_taint();
 	if (missing < 0)
 		krepro_info("no /proc/config.gz: kernel options not checked");
-	if (!runs_on(t, machine_arch())) {
-		snprintf(why, sizeof(why), "runs on %s, this machine is %s", test_arches(t),
+	if (!runs_on(arches, machine_arch())) {
+		snprintf(why, sizeof(why), "runs on %s, this machine is %s", arches,
 			 machine_arch() ? machine_arch() : "unknown");
 		overall = KREPRO_SKIP;
 	} else if (t->min_cpus && cpus < (long)t->min_cpus) {

@@ -25,20 +25,39 @@ struct krepro_case {
 	void (*run)(void);
 };
 
+/*
+ * A kernel report that means this bug (DESIGN.md): the host classifies every
+ * report on the guest console (repro/lib/kernel-reports.tsv) and counts one
+ * as this bug only when it matches a signature; any other report is OTHER.
+ */
+struct krepro_signature {
+	/* A kind from column 1 of kernel-reports.tsv (KASAN, REFCOUNT, BUG,
+	 * WARNING, FORTIFY, GPF, OOPS, HUNG, RCU, PANIC, UBSAN, KFENCE), or
+	 * "HANG": the guest not finishing in its time limit is this bug. */
+	const char *kind;
+	/* POSIX ERE, also valid Python re, searched in the report's title as
+	 * the classifier writes it (column 3 after expansion, offsets removed:
+	 * "KASAN: use-after-free in uio_unregister_device"); NULL: any. */
+	const char *title;
+	/* ERE that one function name of the report's call trace must match
+	 * whole ("j1939_.*"); NULL: no trace requirement. */
+	const char *frame;
+};
+
 struct krepro_test {
 	const char *name;		/* directory name under repro/ */
 	const char *summary;		/* the bug in a sentence */
 	const char *fix_commit;		/* upstream fix: "sha (\"subject\")" */
 	const char *bug_commit;		/* upstream commit that introduced the bug */
-	const char *seed;		/* file under shared/seeds */
+	const char *seed;		/* the seed patch file the patches' Seed: headers name */
 	/*
-	 * Guest arches the reproducer runs on, space-separated krepro names
-	 * ("x86_64", "arm"); NULL means "x86_64". Written on one line as
-	 * `.arches = "..."`: CMake and run-in-qemu.sh read that line from the
-	 * source to know which arch's build and guest the reproducer belongs to.
+	 * The arches a reproducer runs on are not here: their one home is its
+	 * repro/<id>/CMakeLists.txt (krepro_reproducer(ARCHES ...)), which
+	 * passes them to the compile as KREPRO_ARCHES for KREPRO_MAIN.
 	 */
-	const char *arches;
+	const char *not_in_matrix;	/* why this one is left out of the matrix (a sweep); NULL: in it */
 	const char *const *needs_kconfigs; /* NULL-terminated "CONFIG_X" or "CONFIG_X=v" */
+	const struct krepro_signature *signatures; /* terminated by {NULL} ; NULL: only the reproducer's own evidence */
 	unsigned int min_cpus;
 	unsigned int timeout;		/* seconds for the whole run, setup included */
 	const char *cmdline;		/* extra kernel command line the host passes */
@@ -55,10 +74,22 @@ struct krepro_test {
 	const struct krepro_case *cases; /* terminated by {NULL, NULL} */
 };
 
-int krepro_main(const struct krepro_test *test, int argc, char **argv);
+/*
+ * arches: the guest arches the reproducer runs on, space-separated krepro
+ * names ("x86_64", "arm"); on any other machine it SKIPs. `--describe` prints
+ * the declaration as one JSON object and does nothing else.
+ */
+int krepro_main(const struct krepro_test *test, const char *arches, int argc, char **argv);
 
+/* KREPRO_ARCHES comes from krepro_reproducer() in CMakeLists.txt; a
+ * reproducer compiled without it does not build rather than guess. */
+#ifdef KREPRO_ARCHES
 #define KREPRO_MAIN(test) \
-	int main(int argc, char **argv) { return krepro_main(&(test), argc, argv); }
+	int main(int argc, char **argv) { return krepro_main(&(test), KREPRO_ARCHES, argc, argv); }
+#else
+#define KREPRO_MAIN(test) \
+	_Static_assert(0, "KREPRO_ARCHES is not defined: build reproducers with krepro_reproducer() (CMakeLists.txt)");
+#endif
 
 /*
  * Results of the running case. krepro_fail() records the evidence and lets the
@@ -69,6 +100,13 @@ int krepro_main(const struct krepro_test *test, int argc, char **argv);
 void krepro_pass(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void krepro_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void krepro_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * A kernel report (or taint) stopped the case: quoted as "<case>: REPORT:"
+ * and the case FAILs, but it is not the reproducer's own evidence. The host
+ * counts the run as this bug only when the console's report matches the
+ * reproducer's signatures; any other report makes it OTHER.
+ */
+void krepro_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void krepro_broken_at(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 _Noreturn void krepro_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -76,6 +76,20 @@ static const struct krepro_case cases[] = {
 	{ NULL, NULL },
 };
 
+/*
+ * The bug's kernel reports (README, "What a FAIL looks like", and the runs
+ * under Measured): the timeout handler completing a request whose memory
+ * teardown freed; a request started twice (WARN_ON_ONCE in
+ * blk_mq_start_request); and the null-pointer dereference that follows that
+ * double start. The stalled read is the reproducer's own evidence.
+ */
+static const struct krepro_signature signatures[] = {
+	{ "KASAN", "^KASAN: use-after-free in nvme_rdma_complete_rq$", NULL },
+	{ "WARNING", "^WARNING in blk_mq_start_request$", NULL },
+	{ "KASAN", "^KASAN: null-ptr-deref in blk_mq_dispatch_rq_list$", NULL },
+	{ NULL },
+};
+
 static const struct krepro_test test = {
 	.name = "nvme-rdma-timeout",
 	.summary = "nvme-rdma timeout handler races controller teardown: double completion",
@@ -83,6 +97,7 @@ static const struct krepro_test test = {
 	.bug_commit = "0475a8dcbcee (\"nvme-rdma: fix timeout handler\")",
 	.seed = "006-patch-nvme-rdma-avoid-race-between-time-out-and-tear-down.patch",
 	.needs_kconfigs = kconfigs,
+	.signatures = signatures,
 	.min_cpus = 2,
 	.timeout = 300,
 	.setup = setup,

@@ -65,6 +65,18 @@ static const struct krepro_case cases[] = {
 	{ NULL, NULL },
 };
 
+/*
+ * The bug's kernel report: the request teardown cancelled and requeued is
+ * completed again by the timeout handler and requeued twice,
+ * BUG_ON(RQF_SOFTBARRIER) in blk_mq_add_to_requeue_list() (README, "What a
+ * FAIL looks like": "kernel BUG at block/blk-mq.c:1493!", nvme_tcp_timeout in
+ * the trace). The stalled read, the bug's other FAIL, is the reproducer's own.
+ */
+static const struct krepro_signature signatures[] = {
+	{ "BUG", "^kernel BUG at block/blk-mq\\.c:[0-9]+$", "nvme_tcp_timeout" },
+	{ NULL },
+};
+
 static const struct krepro_test test = {
 	.name = "nvme-tcp-timeout",
 	.summary = "nvme-tcp timeout handler races controller teardown: double completion",
@@ -72,6 +84,7 @@ static const struct krepro_test test = {
 	.bug_commit = "236187c4ed19 (\"nvme-tcp: fix timeout handler\")",
 	.seed = "007-patch-nvme-tcp-avoid-race-between-time-out-and-tear-down.patch",
 	.needs_kconfigs = kconfigs,
+	.signatures = signatures,
 	.min_cpus = 2,
 	.timeout = 300,
 	.setup = setup,

@@ -177,6 +177,17 @@ static const struct krepro_case cases[] = {
 	{ NULL, NULL },
 };
 
+/*
+ * The bug's kernel report: KASAN's use-after-free read of idev->minor in
+ * uio_unregister_device() (README, Evidence). The read is in
+ * uio_free_minor(), inlined there on the krepro kernels; named after either.
+ */
+static const struct krepro_signature signatures[] = {
+	{ "KASAN", "^KASAN: use-after-free in (uio_unregister_device|uio_free_minor)$",
+	  "uio_unregister_device" },
+	{ NULL },
+};
+
 static const struct krepro_test test = {
 	.name = "tcmu-uio-rmdir",
 	.summary = "rmdir of a TCMU backstore reads a freed uio_device (use-after-free)",
@@ -184,6 +195,7 @@ static const struct krepro_test test = {
 	.bug_commit = "8fd0e2a6df26 (\"uio: free uio id after uio file node is freed\")",
 	.seed = "010-patch-uio-fix-use-after-free-in-uio-unregister-device.patch",
 	.needs_kconfigs = kconfigs,
+	.signatures = signatures,
 	.min_cpus = 1,
 	.timeout = 180,
 	/* Zero slab objects as they are freed (before KASAN's quarantine takes

@@ -1,0 +1,136 @@
+"""One QEMU guest: its command line (built here only), the boot, the locks."""
+import contextlib
+import fcntl
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+from .arches import ARCHES
+from .paths import cache
+
+
+def log(msg):
+    print(f"krepro: {msg}", file=sys.stderr, flush=True)
+
+
+def qemu_binary(arch):
+    # The unit tests put a fake QEMU here; nobody else needs to.
+    return os.environ.get("KREPRO_QEMU") or ARCHES[arch]["qemu"]
+
+
+def qemu_argv(arch, accel, image, initrd, cmdline, smp, ktap, disk=None, prepare=False):
+    """The guest's QEMU command line, without the serial console's chardev."""
+    a = ARCHES[arch]
+    virtio = a["virtio"]
+    argv = [qemu_binary(arch)]
+    if a["machine"]:
+        argv += ["-M", a["machine"]]
+    argv += ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else ["-accel", "tcg", "-cpu", a["cpu"]]
+    argv += ["-m", "1G"]
+    if arch == "x86_64":
+        # One socket per CPU: without ACPI the kernel finds CPUs in SeaBIOS's
+        # MP table, which lists one entry per package.
+        argv += ["-smp", f"{smp},sockets={smp},cores=1,threads=1"]
+    else:
+        argv += ["-smp", str(smp)]
+    argv += ["-nodefaults", "-display", "none", "-no-reboot",
+             "-kernel", image, "-initrd", initrd, "-append", cmdline,
+             "-device", f"virtio-serial-{virtio}"]
+    if ktap:
+        argv += ["-chardev", f"file,id=ktap,path={ktap}", "-device", "virtconsole,chardev=ktap"]
+    if disk:
+        # prepare writes the image; a run gets a copy-on-write view of it.
+        opts = f"file={disk},if=none,id=vda,format=raw" + ("" if prepare else ",snapshot=on")
+        argv += ["-drive", opts, "-device", f"virtio-blk-{virtio},drive=vda"]
+    return argv
+
+
+def kernel_cmdline(arch, repro, extra="", keep=False, prepare=False):
+    parts = [f"console={ARCHES[arch]['console']}", "loglevel=7", "panic=-1",
+             "krepro.guest=1", f"krepro.run={repro}"]
+    if extra:
+        parts.append(extra)
+    if keep:
+        parts.append("krepro.keep=1")
+    if prepare:
+        parts.append("krepro.prepare=1")
+    return " ".join(parts)
+
+
+@contextlib.contextmanager
+def flocked(name, exclusive, waiting_msg):
+    """Hold $KREPRO_CACHE/<name> (flock); say so when we have to wait."""
+    os.makedirs(cache(), exist_ok=True)
+    fd = os.open(os.path.join(cache(), name), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+    try:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"{waiting_msg} (lock: {os.path.join(cache(), name)})")
+            fcntl.flock(fd, mode)
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def boot(argv, rundir, limit, keep=False):
+    """Run one guest to its end or its time limit, its serial console in
+    rundir/console.log. Returns (qemu status, timed out, seconds)."""
+    console = os.path.join(rundir, "console.log")
+    if keep:
+        argv = argv + ["-chardev", f"stdio,id=con,logfile={console},signal=off", "-serial", "chardev:con"]
+    else:
+        argv = argv + ["-chardev", f"file,id=con,path={console}", "-serial", "chardev:con"]
+    with open(os.path.join(rundir, "qemu-cmdline"), "w") as f:
+        f.write(" ".join(shlex.quote(a) for a in argv) + "\n")
+    # One guest at a time on this machine, whoever started it: TCG guests side
+    # by side stall each other (RCU stall reports) and change a race's odds.
+    with flocked("boot.lock", True, "waiting for another guest to finish"):
+        t0 = time.monotonic()
+        if keep:
+            status, timed_out = subprocess.call(argv), False
+        else:
+            with open(os.path.join(rundir, "qemu.log"), "w") as out:
+                p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+                try:
+                    status, timed_out = p.wait(timeout=limit), False
+                except subprocess.TimeoutExpired:
+                    p.terminate()
+                    try:
+                        p.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+                        p.wait()
+                    status, timed_out = p.returncode, True
+                except BaseException:
+                    # Ctrl-C or a kill: no guest is left behind.
+                    p.kill()
+                    p.wait()
+                    raise
+        return status, timed_out, round(time.monotonic() - t0, 1)
+
+
+def kvm_works(image, initrd):
+    """KVM only after a probe boot reaches the end of init (it is broken on
+    machines whose /proc/cpuinfo has no vmx/svm even when /dev/kvm exists)."""
+    with open("/proc/cpuinfo") as f:
+        flags = f.read()
+    if " vmx" not in flags and " svm" not in flags:
+        log("no vmx/svm in /proc/cpuinfo: KVM unusable")
+        return False
+    if not os.access("/dev/kvm", os.W_OK):
+        log("/dev/kvm not writable: KVM unusable")
+        return False
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        argv = qemu_argv("x86_64", "kvm", image, initrd, "console=ttyS0 panic=-1 krepro.guest=1", 1, None)
+        boot(argv, d, 60)
+        with open(os.path.join(d, "console.log"), errors="replace") as f:
+            if "krepro-init: done" in f.read():
+                return True
+    log("KVM probe boot did not reach the end of init in 60 s: using TCG")
+    return False

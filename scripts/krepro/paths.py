@@ -1,0 +1,20 @@
+"""Where things are: the repository, the build, the cache."""
+import os
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPTS = os.path.join(TOP, "scripts")
+
+
+def cache():
+    c = os.environ.get("KREPRO_CACHE")
+    if not c:
+        c = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "krepro")
+    return c
+
+
+def build():
+    return os.environ.get("KREPRO_BUILD") or os.path.join(TOP, "build")
+
+
+def kernels():
+    return os.environ.get("KREPRO_KERNELS") or os.path.join(cache(), "kernels")

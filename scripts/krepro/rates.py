@@ -1,0 +1,89 @@
+"""Recorded FAIL rates: what a reproducer's bug row measured, and where.
+
+repro/<id>/fail-rate.json holds, per arch, the calibration that was committed
+(`make calibrate`): fails, runs, date, krepro commit, and the unpatched
+kernel's build stamp (a hash of the source tree, patches and config fragments,
+the same on every machine). A row's own bug runs add to a copy under the cache
+(fail-rates/<id>.<arch>.json) that starts from that record; a new calibration
+or another kernel build makes the copy void.
+"""
+import datetime
+import json
+import os
+
+from .paths import TOP, cache
+
+
+def repo_path(repro):
+    return os.path.join(TOP, "repro", repro, "fail-rate.json")
+
+
+def cache_path(repro, arch):
+    return os.path.join(cache(), "fail-rates", f"{repro}.{arch}.json")
+
+
+def _load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+
+
+def describe(rec):
+    s = f"{rec['fails']}/{rec['runs']} recorded {rec.get('date', '?')}, build {rec.get('build', '?')[:12]}"
+    if rec.get("added_runs"):
+        s += f", +{rec['added_fails']}/{rec['added_runs']} from later rows"
+    return s
+
+
+def lookup(repro, arch, build):
+    """The usable record for a bug kernel of stamp `build` (None: any build,
+    for kernels that are not krepro's). Returns (record or None, note)."""
+    repo = (_load(repo_path(repro)) or {}).get(arch)
+    cached = _load(cache_path(repro, arch))
+    if cached and cached.get("base") == repo and (build is None or cached.get("build") == build):
+        return cached, describe(cached)
+    if repo and (build is None or repo.get("build") == build):
+        return repo, describe(repo)
+    if repo:
+        return None, (f"recorded rate is for build {repo.get('build', '?')[:12]}, "
+                      f"the bug kernel is {build[:12]}: measured in this run")
+    return None, "no recorded rate: measured in this run"
+
+
+def add_runs(repro, arch, build, fails, runs):
+    """Fold a bug row's runs into the cache copy of the record."""
+    if not build or runs <= 0:
+        return
+    repo = (_load(repo_path(repro)) or {}).get(arch)
+    cached = _load(cache_path(repro, arch))
+    if not (cached and cached.get("base") == repo and cached.get("build") == build):
+        base = repo if repo and repo.get("build") == build else None
+        cached = {"base": repo, "build": build, "fails": base["fails"] if base else 0,
+                  "runs": base["runs"] if base else 0, "date": base["date"] if base else
+                  datetime.date.today().isoformat(), "added_fails": 0, "added_runs": 0}
+    cached["fails"] += fails
+    cached["runs"] += runs
+    cached["added_fails"] = cached.get("added_fails", 0) + fails
+    cached["added_runs"] = cached.get("added_runs", 0) + runs
+    _write(cache_path(repro, arch), cached)
+
+
+def record(repro, arch, build, fails, runs, seconds, commit):
+    """A calibration: replaces the committed record for this arch."""
+    path = repo_path(repro)
+    data = _load(path) or {}
+    secs = sorted(seconds)
+    data[arch] = {"build": build, "fails": fails, "runs": runs,
+                  "date": datetime.date.today().isoformat(), "krepro": commit,
+                  "seconds": [secs[0], secs[len(secs) // 2], secs[-1]] if secs else []}
+    _write(path, data)

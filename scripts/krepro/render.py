@@ -1,0 +1,308 @@
+"""Reports from run.json alone: summary.md, results.ktap, junit.xml, the exit
+status, and the gate's comparison."""
+import json
+import os
+import statistics
+import sys
+from xml.sax.saxutils import escape, quoteattr
+
+from . import stats
+
+EXPECTED = {"bug": "FAIL", "fixed": "PASS"}
+
+
+def row_record(repro, kernel, role, row, meta, expect, rate_note=""):
+    counts = {o: row.count(o) for o in ("FAIL", "PASS", "OTHER", "HANG", "BROKEN", "SKIP") if row.count(o)}
+    n = len(row.outcomes)
+    rec = {"repro": repro, "kernel": kernel, "role": role, "decision": row.decision,
+           "runs": n, "counts": counts, "fails": row.fails, "trials": row.trials,
+           "why": row.why, "fix": meta.get("fix", ""), "target_miss": row.target,
+           "rate": None, "miss": None}
+    if role == "bug":
+        if row.rate is not None:
+            f, t, src = row.rate[0] + row.fails, row.rate[1] + row.trials, row.rate[2]
+            src = f"{src}; this row {row.fails}/{row.trials}"
+        else:
+            f, t, src = row.fails, row.trials, rate_note or "measured in this run"
+        rec["rate"] = {"fails": f, "runs": t, "low": stats.rate_lower(f, t), "source": src}
+    elif row.rate is not None:
+        f, t, src = row.rate
+        rec["rate"] = {"fails": f, "runs": t, "low": stats.rate_lower(f, t), "source": src}
+        if row.fails == 0 and rec["rate"]["low"] > 0:
+            rec["miss"] = stats.miss(rec["rate"]["low"], row.count("PASS"))
+    want = EXPECTED.get(role) if expect else None
+    rec["expected"] = want
+    rec["as_expected"] = None if want is None else row.decision == want
+    rec["cell"] = cell(rec)
+    return rec
+
+
+def cell(rec):
+    d, n = rec["decision"], rec["runs"]
+    c = rec["counts"]
+    if d == "FAIL":
+        s = f"FAIL {rec['fails']}/{rec['trials'] or n}"
+        if rec["role"] == "bug" and rec["rate"]:
+            s += f" (rate ≥ {stats.pct(rec['rate']['low'])})"
+        return s
+    if d == "PASS":
+        s = f"PASS {c.get('PASS', 0)}/{n}"
+        if rec["role"] == "bug" and rec["rate"] and rec["rate"]["low"] > 0:
+            m = stats.miss(rec["rate"]["low"], c.get("PASS", 0))
+            return s + f" (not shown where its rate ≥ {stats.pct(rec['rate']['low'])} would have: miss ≤ {stats.pct_up(m)})"
+        if rec["miss"] is not None:
+            return s + f" (miss ≤ {stats.pct_up(rec['miss'])})"
+        return s + " (miss unknown: no FAIL rate)"
+    if d == "OTHER":
+        return f"OTHER {c.get('OTHER', 0)}/{n}"
+    if d == "UNDECIDED":
+        return "undecided: " + ", ".join(f"{k} {v}" for k, v in c.items()) + f" in {n} runs"
+    return f"{d} {c.get(d, 0)}/{n}"
+
+
+def load(results):
+    path = os.path.join(results, "run.json")
+    with open(path) as f:
+        return json.load(f)
+
+
+def seconds_stats(runs):
+    secs = [r["seconds"] for r in runs if isinstance(r.get("seconds"), (int, float))]
+    if not secs:
+        return "-"
+    return f"{min(secs):.1f}/{statistics.median(secs):.1f}/{max(secs):.1f}"
+
+
+def md_cell(s):
+    s = (s or "").replace("|", "\\|").replace("\n", " ")
+    return s if len(s) <= 160 else s[:157] + "..."
+
+
+def excerpt(results, run, lines=40):
+    """The kernel report behind a FAIL or OTHER, or the reproducer's own lines."""
+    console = read(os.path.join(results, run["log"])).splitlines()
+    after = [r for r in run.get("reports") or [] if r.get("title") and r["title"] in run["evidence"]]
+    if after and console:
+        start = after[0]["line"] - 1
+        out = []
+        for l in console[start:start + lines]:
+            out.append(l)
+            if "---[ end " in l:
+                break
+        return after[0], out
+    ktap = read(os.path.join(results, run["ktap"])).splitlines()
+    picked = [l for l in ktap if l.startswith("# ") and "FAIL" in l][:12]
+    return None, picked or [l for l in ktap if l.startswith(("# ", "not ok"))][:12]
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def status(rec, any_report=False):
+    """Exit status. --expect: 0 every row as expected, else 1. Otherwise git
+    bisect's: 1 a row reproduced its bug, 125 a row undecided, 0 all clean."""
+    rows = rec["rows"]
+    if rec.get("expect"):
+        return 0 if rows and all(r["as_expected"] for r in rows) and rec.get("finished") else 1
+    ds = [r["decision"] for r in rows]
+    if "FAIL" in ds or (any_report and "OTHER" in ds):
+        return 1
+    if not rows or any(d != "PASS" for d in ds) or not rec.get("finished"):
+        return 125
+    return 0
+
+
+def render(results, any_report=None, quiet=False):
+    rec = load(results)
+    if any_report is None:
+        any_report = rec.get("any_report", False)
+    runs, rows = rec["runs"], rec["rows"]
+    by_row = {}
+    for r in runs:
+        by_row.setdefault((r["repro"], r["kernel"]), []).append(r)
+    mode = rec["mode"]
+    how = (f"fixed {mode['repeat']} runs a row" if mode["kind"] == "fixed" else
+           f"sequential: target miss ≤ {stats.pct_up(mode['miss'])}, at most {mode['cap']} runs a row")
+    md = ["# krepro results", ""]
+    if not rec.get("finished"):
+        md += [f"**PARTIAL**: this run did not finish ({'interrupted' if rec.get('interrupted') else 'killed or still running'}); "
+               f"{len(runs)} guest runs were recorded.", ""]
+    md += [f"{rec['arch']}, {rec.get('accel') or '?'}; {how}; krepro {rec.get('krepro', '?')}; "
+           f"started {rec['started']}.", "",
+           "| reproducer | kernel | verdict | expected | runs | seconds min/median/max | FAIL rate source | evidence | log |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    decided = {(r["repro"], r["kernel"]) for r in rows}
+    for r in rows:
+        rs = by_row.get((r["repro"], r["kernel"]), [])
+        want = r.get("expected")
+        mark = "-" if want is None else (f"{want} ok" if r["as_expected"] else f"{want} **UNEXPECTED**")
+        first = next((x for x in rs if x["outcome"] == r["decision"]), rs[-1] if rs else None)
+        counts = ", ".join(f"{k} {v}" for k, v in r["counts"].items())
+        src = r["rate"]["source"] if r.get("rate") else "-"
+        md.append(f"| {r['repro']} | {r['kernel']} | {r['cell']} | {mark} | {counts} | {seconds_stats(rs)} | "
+                  f"{md_cell(src)} | {md_cell(first['evidence'] if first else '')} | "
+                  f"{first['log'] if first else '-'} |")
+    for key, rs in by_row.items():
+        if key not in decided:
+            md.append(f"| {key[0]} | {key[1]} | (not decided: run stopped) | - | {len(rs)} runs | "
+                      f"{seconds_stats(rs)} | - | {md_cell(rs[-1]['evidence'])} | {rs[-1]['log']} |")
+    secs = [r.get("seconds") or 0 for r in runs]
+    if runs:
+        md += ["", f"{len(runs)} guest runs, {sum(secs):.0f} s of guests"
+               f" ({min(secs):.1f}-{max(secs):.1f} s each; QEMU start to exit).", ""]
+    prep = rec.get("prepare") or []
+    if prep:
+        md += ["Disks prepared on the patched kernel: " + "; ".join(
+            f"{p['repro']} {p['outcome']} in {p['seconds']:.1f} s ({p['log']})" for p in prep), ""]
+    findings = []
+    for r in rows:
+        rs = by_row.get((r["repro"], r["kernel"]), [])
+        for outcome in ("FAIL", "OTHER"):
+            bad = [x for x in rs if x["outcome"] == outcome]
+            if not bad:
+                continue
+            rep, lines = excerpt(results, bad[0])
+            findings += [f"### {r['repro']} on {r['kernel']}: {outcome} in {len(bad)} of {len(rs)} runs", ""]
+            if outcome == "FAIL":
+                findings.append(f"- this bug ({bad[0].get('signature') or 'evidence'}): {bad[0]['evidence']}")
+                findings.append(f"- expected fix: {r.get('fix') or 'unknown'}")
+            else:
+                findings.append(f"- a kernel report that is not this bug: {bad[0]['evidence']}"
+                                + ("" if r["role"] == "bug" else " (a finding on this kernel)"))
+            if rep and rep.get("frames"):
+                findings.append(f"- trace: {' < '.join(rep['frames'][:12])}")
+            findings += [f"- log: {bad[0]['log']}", ""]
+            if lines:
+                findings += ["```"] + lines + ["```", ""]
+    if findings:
+        md += ["## Failures and other reports", ""] + findings
+    code = status(rec, any_report)
+    write(os.path.join(results, "summary.md"), "\n".join(md) + "\n")
+    write(os.path.join(results, "results.ktap"), ktap(rec, by_row))
+    write(os.path.join(results, "junit.xml"), junit(rec, by_row, results))
+    if not quiet:
+        print("\n".join(md))
+        print(f"written: {results}/summary.md, results.ktap, junit.xml (from run.json)")
+        if rec.get("expect"):
+            print("matrix: " + ("every row as expected" if code == 0 else "UNEXPECTED rows above"))
+    if not rec.get("finished"):
+        print(f"krepro: {results} holds a partial run", file=sys.stderr)
+    return code
+
+
+def row_ok(rec, r):
+    if rec.get("expect") and r.get("expected"):
+        return bool(r["as_expected"])
+    return r["decision"] in ("PASS", "SKIP")
+
+
+def ktap(rec, by_row):
+    rows = rec["rows"]
+    out = ["KTAP version 1", f"1..{len(rows)}"]
+    for i, r in enumerate(rows, 1):
+        for x in by_row.get((r["repro"], r["kernel"]), []):
+            out.append(f"# {r['repro']}.{r['kernel']}.{x['run']}: {x['outcome']}: {x['evidence']} (log: {x['log']})")
+        if r.get("rate"):
+            out.append(f"# FAIL rate source: {r['rate']['source']}")
+        name = f"{r['repro']}.{r['kernel']}"
+        skip = " # SKIP" if r["decision"] == "SKIP" else ""
+        out.append(f"{'ok' if row_ok(rec, r) else 'not ok'} {i} {name} # {r['cell']}{skip}"
+                   if not skip else f"ok {i} {name}{skip} {r['cell']}")
+    return "\n".join(out) + "\n"
+
+
+def junit(rec, by_row, results):
+    rows = rec["rows"]
+    fails = sum(1 for r in rows if not row_ok(rec, r) and r["decision"] in ("FAIL", "PASS"))
+    errors = sum(1 for r in rows if not row_ok(rec, r) and r["decision"] not in ("FAIL", "PASS", "SKIP"))
+    skips = sum(1 for r in rows if r["decision"] == "SKIP")
+    total = sum((x.get("seconds") or 0) for x in rec["runs"])
+    x = ['<?xml version="1.0" encoding="UTF-8"?>',
+         f'<testsuite name="krepro" tests="{len(rows)}" failures="{fails}" errors="{errors}" '
+         f'skipped="{skips}" time="{total:.1f}">']
+    for r in rows:
+        rs = by_row.get((r["repro"], r["kernel"]), [])
+        t = sum((y.get("seconds") or 0) for y in rs)
+        x.append(f'  <testcase classname={quoteattr(r["repro"])} name={quoteattr(r["kernel"])} time="{t:.1f}">')
+        x.append("    <properties>")
+        props = {"verdict": r["cell"], "decision": r["decision"], "runs": r["runs"],
+                 "expected": r.get("expected") or "", "target_miss": r["target_miss"]}
+        if r.get("rate"):
+            props.update(rate_low=f"{r['rate']['low']:.4f}", rate_source=r["rate"]["source"])
+        if r.get("miss") is not None:
+            props["miss"] = f"{r['miss']:.5f}"
+        for k, v in props.items():
+            x.append(f"      <property name={quoteattr(k)} value={quoteattr(str(v))}/>")
+        x.append("    </properties>")
+        first = next((y for y in rs if y["outcome"] == r["decision"]), rs[-1] if rs else None)
+        msg = quoteattr(f"{r['cell']}: {first['evidence'] if first else ''} (log: {first['log'] if first else '-'})")
+        if not row_ok(rec, r):
+            tag = "failure" if r["decision"] in ("FAIL", "PASS") else "error"
+            x.append(f"    <{tag} message={msg}/>")
+        elif r["decision"] == "SKIP":
+            x.append(f"    <skipped message={msg}/>")
+        out = "\n".join(f"run {y['run']}: {y['outcome']} {y['seconds']:.1f}s {y['evidence']} (log: {y['log']})"
+                        for y in rs)
+        x.append(f"    <system-out>{escape(out)}</system-out>")
+        x.append("  </testcase>")
+    x.append("</testsuite>")
+    return "\n".join(x) + "\n"
+
+
+def gate(results, base, series):
+    """Compare BASE's and BASE+SERIES's row decisions. A FAIL or a kernel
+    report that is not the bug (OTHER) on the series where BASE was clean is a
+    regression. Exit 1 on a regression, 125 when a row is undecided, else 0."""
+    rec = load(results)
+    by = {}
+    for r in rec["rows"]:
+        by.setdefault(r["repro"], {})[r["kernel"]] = r
+    groups = {"regression": [], "fix": [], "unchanged": [], "undecided": []}
+    lines = []
+    for repro in sorted(by):
+        b, s = by[repro].get(base), by[repro].get(series)
+        vb = b["decision"] if b else "MISSING"
+        vs = s["decision"] if s else "MISSING"
+        if vb == "PASS" and vs in ("FAIL", "OTHER"):
+            kind = "regression"
+        elif vb == "FAIL" and vs == "PASS":
+            kind = "fix"
+        elif vb == vs and vb in ("PASS", "FAIL", "SKIP"):
+            kind = "unchanged"
+        else:
+            kind = "undecided"
+        groups[kind].append(repro)
+        ev = ""
+        if kind != "unchanged" and s:
+            run = next((x for x in rec["runs"] if x["repro"] == repro and x["kernel"] == series
+                        and x["outcome"] == vs), None)
+            if run:
+                ev = f"{md_cell(run['evidence'])} ({run['log']})"
+        lines.append(f"| {repro} | {b['cell'] if b else vb} | {s['cell'] if s else vs} | {kind} | {ev} |")
+    md = [f"# krepro gate: {base} -> {series}", "",
+          f"| reproducer | {base} | {series} | change | evidence on {series} |",
+          "|---|---|---|---|---|"] + lines + [""]
+    for kind, title in (("regression", "REGRESSIONS (PASS->FAIL, or a new kernel report (OTHER): the series broke these)"),
+                        ("fix", "FIXES (FAIL->PASS: the series cures these)"),
+                        ("unchanged", "unchanged"),
+                        ("undecided", "undecided (BROKEN, SKIP, HANG, OTHER on BASE, or missing on one side)")):
+        md.append(f"- {title}: {', '.join(groups[kind]) if groups[kind] else 'none'}")
+    if not rec.get("finished"):
+        md.append("- PARTIAL: the run did not finish")
+    write(os.path.join(results, "gate.md"), "\n".join(md) + "\n")
+    print("\n".join(md))
+    print(f"written: {results}/gate.md")
+    if groups["regression"]:
+        return 1
+    return 125 if groups["undecided"] or not rec.get("finished") else 0
+
+
+def write(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)

@@ -1,0 +1,384 @@
+"""The run: kernels, guest image, disks, rows decided by sequential runs, and
+run.json written as every guest ends."""
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+
+from . import arches, guest, meta as metamod, rates, render, stats
+from .guest import log
+from .paths import SCRIPTS, TOP, build, cache, kernels as kernels_dir
+from .reports import decide
+
+USAGE = 128      # git bisect run aborts on a status >= 128
+UNDECIDED = 125  # git bisect run skips the commit
+
+
+class UsageError(Exception):
+    pass
+
+
+class Undecidable(Exception):
+    """The commit cannot be judged (a --tree that does not build)."""
+
+
+def kernels_sh(arch, *args, capture=True, env_extra=None):
+    env = dict(os.environ, KREPRO_ARCH=arch, **(env_extra or {}))
+    return subprocess.run([os.path.join(SCRIPTS, "kernels.sh"), *args], env=env,
+                          capture_output=capture, text=True)
+
+
+def flavour_image(arch, flavour):
+    return os.path.join(kernels_dir(), f"{arches.image_name(arch)}-{arch}-{flavour}")
+
+
+def read_stamp(image):
+    try:
+        with open(image + ".stamp") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def git_commit():
+    p = subprocess.run(["git", "-C", TOP, "rev-parse", "--short=12", "HEAD"],
+                       capture_output=True, text=True)
+    return p.stdout.strip() if p.returncode == 0 else "unknown"
+
+
+class Kernel:
+    def __init__(self, spec, arch):
+        self.spec, self.arch = spec, arch
+        self.flavour = spec if spec in ("unpatched", "patched") else None
+        self.tree = spec[5:] if spec.startswith("tree:") else None
+        self.image = None
+        if self.flavour:
+            self.label = spec
+        elif self.tree:
+            self.label = os.path.basename(os.path.realpath(self.tree))
+        else:
+            self.label = os.path.basename(spec)
+
+    def check(self):
+        """Bad input, before anything is built or booted."""
+        if self.tree is not None:
+            if not os.path.isdir(self.tree):
+                raise UsageError(f"--tree {self.tree}: not a directory")
+        elif not self.flavour:
+            if not os.path.exists(self.spec):
+                raise UsageError(f"--kernel {self.spec}: no such file")
+            if not os.path.isfile(self.spec) or not arches.is_kernel_image(self.arch, self.spec):
+                raise UsageError(f"--kernel {self.spec}: not {arches.image_kind(self.arch)}")
+            self.image = os.path.realpath(self.spec)
+
+    def prepare(self):
+        """Build what is missing (flavours, trees); the image path."""
+        if self.flavour and os.environ.get("KREPRO_NO_BUILD"):
+            self.image = flavour_image(self.arch, self.flavour)
+            if not os.path.isfile(self.image):
+                raise Undecidable(f"KREPRO_NO_BUILD is set and there is no {self.image}")
+        elif self.flavour:
+            img = flavour_image(self.arch, self.flavour)
+            stale = kernels_sh(self.arch, "stale", self.flavour).stdout.strip()
+            if not os.path.isfile(img) or stale:
+                log(f"the {self.flavour} kernel is missing or stale: building it first")
+                if kernels_sh(self.arch, "build", self.flavour, capture=False,
+                              env_extra={"KREPRO_DIE_CODE": "125"}).returncode:
+                    raise Undecidable(f"building the {self.flavour} kernel failed")
+            self.image = img
+        elif self.tree is not None:
+            p = subprocess.run([os.path.join(SCRIPTS, "kernels.sh"), "build-tree", self.tree],
+                               env=dict(os.environ, KREPRO_ARCH=self.arch, KREPRO_DIE_CODE="125"),
+                               stdout=subprocess.PIPE, text=True)
+            if p.returncode:
+                raise Undecidable(f"--tree {self.tree} was not built")
+            self.image = p.stdout.strip().splitlines()[-1]
+        self.image = os.path.realpath(self.image)
+        return self.image
+
+    @property
+    def build_id(self):
+        return read_stamp(self.image) if self.flavour else None
+
+    def record(self):
+        return {"label": self.label, "spec": self.spec, "image": self.image,
+                "build": self.build_id}
+
+
+def check_kconfig(kernel, repros, metas):
+    """A kernel of the user's: warn about options a reproducer needs and its
+    config (CONFIG_IKCONFIG) lacks; in the guest the harness says SKIP."""
+    tree = os.path.join(cache(), "linux-6.1")
+    cands = [os.path.join(tree, "scripts", "extract-ikconfig")]
+    if kernel.tree:
+        cands.insert(0, os.path.join(kernel.tree, "scripts", "extract-ikconfig"))
+    x = next((c for c in cands if os.access(c, os.X_OK)), None)
+    if not x:
+        log(f"warning: no scripts/extract-ikconfig (kernels.sh tree installs one): "
+            f"{kernel.label}'s options not checked")
+        return
+    p = subprocess.run([x, kernel.image], capture_output=True, text=True)
+    cfg = set(p.stdout.splitlines()) if p.returncode == 0 else set()
+    if not cfg:
+        log(f"warning: {kernel.label} carries no config (CONFIG_IKCONFIG): "
+            "the options the reproducers need are not checked")
+        return
+    if "CONFIG_IKCONFIG_PROC=y" not in cfg:
+        log(f"warning: {kernel.label} lacks CONFIG_IKCONFIG_PROC=y: in the guest the harness "
+            "cannot check options either")
+    for r in repros:
+        missing = [k for k in metas[r].get("kconfig", [])
+                   if (k not in cfg if "=" in k else not ({f"{k}=y", f"{k}=m"} & cfg))]
+        if missing:
+            log(f"warning: {kernel.label} lacks {' '.join(missing)}, which {r} needs: it will SKIP")
+
+
+class Run:
+    """One invocation: the rows it decides and run.json."""
+
+    def __init__(self, opts, metas):
+        self.o, self.metas = opts, metas
+        self.arch = opts.arch
+        self.results = opts.results
+        self.record = {
+            "format": 1, "command": sys.argv[1:], "arch": self.arch, "accel": None,
+            "started": now(), "finished": None, "interrupted": False, "krepro": git_commit(),
+            "mode": ({"kind": "fixed", "repeat": opts.repeat} if opts.repeat else
+                     {"kind": "sequential", "miss": opts.miss, "cap": opts.max_runs}),
+            "expect": opts.expect, "any_report": opts.any_report,
+            "kernels": [], "runs": [], "rows": [], "prepare": [],
+        }
+
+    # --- run.json: rewritten whole after every guest, atomically ---
+    def save(self):
+        path = os.path.join(self.results, "run.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(self.record, f, indent=1)
+        os.replace(path + ".tmp", path)
+
+    def role(self, kernel):
+        if self.o.expect and kernel.flavour == "unpatched":
+            return "bug"
+        if self.o.expect and kernel.flavour == "patched":
+            return "fixed"
+        return "probe"
+
+    def bug_build(self):
+        """The unpatched flavour's build stamp, when it is built: recorded
+        rates are valid for it."""
+        return read_stamp(flavour_image(self.arch, "unpatched"))
+
+    def rate_for(self, repro, role):
+        """((fails, runs, source) or None, what the records said)."""
+        build_id = None if role == "probe" else self.bug_build()
+        rec, note = rates.lookup(repro, self.arch, build_id)
+        return ((rec["fails"], rec["runs"], note) if rec else None), note
+
+    def execute(self, kernels, repros, disks, prep_errors):
+        rows = [(r, k) for r in repros for k in kernels]
+        self.record["kernels"] = [k.record() for k in kernels]
+        self.save()
+        started = time.monotonic()
+        gi = 0
+        for ri, (repro, kernel) in enumerate(rows, 1):
+            role = self.role(kernel)
+            m = self.metas[repro]
+            rate, note = self.rate_for(repro, role)
+            row = stats.Row(role, target=self.o.miss, cap=self.o.max_runs, rate=rate,
+                            repeat=self.o.repeat, any_report=self.o.any_report)
+            if role == "probe" and rate is None and not self.o.repeat:
+                log(f"{repro}: no recorded FAIL rate (make calibrate): a clean verdict "
+                    f"cannot be bounded; runs up to {self.o.max_runs}")
+            n = 0
+            while row.decision is None:
+                n += 1
+                gi += 1
+                rundir = os.path.join(self.results, f"{repro}.{kernel.label}.{n}")
+                el = int(time.monotonic() - started)
+                print(f"[row {ri}/{len(rows)} guest {gi}] {repro:<20} {kernel.label:<10} run {n:<3}"
+                      f" booting ({el // 60}m{el % 60:02d}s elapsed)", file=sys.stderr, flush=True)
+                res = self.one(kernel, repro, n, rundir, disks.get(repro), prep_errors.get(repro))
+                self.record["runs"].append(res)
+                row.add(res["outcome"])
+                self.save()
+                print(f"[row {ri}/{len(rows)} guest {gi}] {repro:<20} {kernel.label:<10} run {n:<3}"
+                      f" {res['outcome']:<6} {res['seconds']:6.1f}s  {res['evidence']}"
+                      + ("" if res["outcome"] == "PASS" else f"\n       log: {rundir}/console.log"),
+                      file=sys.stderr, flush=True)
+            if role == "bug":
+                build_id = self.bug_build()
+                rates.add_runs(repro, self.arch, build_id, row.fails, row.trials)
+            rec = render.row_record(repro, kernel.label, role, row, m, self.o.expect, note)
+            self.record["rows"].append(rec)
+            self.save()
+            print(f"=> {repro} on {kernel.label}: {rec['cell']}", file=sys.stderr, flush=True)
+        self.record["finished"] = now()
+        self.save()
+
+    def one(self, kernel, repro, n, rundir, disk, prep_error):
+        m = self.metas[repro]
+        os.makedirs(rundir, exist_ok=True)
+        for f in ("console.log", "ktap.txt"):
+            open(os.path.join(rundir, f), "w").close()
+        limit = self.o.timeout or (int(m.get("timeout") or 60) + 60)
+        base = {"repro": repro, "kernel": kernel.label, "build": kernel.build_id, "run": n,
+                "dir": os.path.basename(rundir), "log": f"{os.path.basename(rundir)}/console.log",
+                "ktap": f"{os.path.basename(rundir)}/ktap.txt", "fix": m.get("fix", ""),
+                "timeout": limit, "accel": self.record["accel"]}
+        if prep_error:
+            return dict(base, outcome="BROKEN", evidence=prep_error, seconds=0.0, reports=[],
+                        exit=None, signature=None, timed_out=False, qemu_status=None)
+        smp = max(2, int(m.get("min_cpus") or 1))
+        cmdline = guest.kernel_cmdline(self.arch, repro, m.get("cmdline", ""), self.o.keep)
+        argv = guest.qemu_argv(self.arch, self.record["accel"], kernel.image, self.o.initrd,
+                               cmdline, smp, os.path.join(rundir, "ktap.txt"), disk)
+        status, timed_out, secs = guest.boot(argv, rundir, limit, self.o.keep)
+        res = decide(read(os.path.join(rundir, "console.log")), m,
+                     read(os.path.join(rundir, "ktap.txt")), timed_out, status)
+        title = next((r["title"] for r in res["reports"] if r.get("line", 0) >= (res["mark_line"] or 1 << 30)), None)
+        return dict(base, outcome=res["outcome"], evidence=res["evidence"], seconds=secs,
+                    signature=res["signature"], report_title=title, reports=res["reports"][:20],
+                    exit=res["exit"], timed_out=timed_out, qemu_status=status)
+
+    def prepare_disk(self, repro):
+        """A reproducer's disk: a blank one for the run, or one written once by
+        the patched (correct) kernel and cached. Returns (path or None, error)."""
+        m = self.metas[repro]
+        mib = int(m.get("disk_mib") or 0)
+        if mib <= 0:
+            return None, None
+        if not m.get("prepare"):
+            d = os.path.join(self.results, "disks")
+            os.makedirs(d, exist_ok=True)
+            path = os.path.join(d, f"{repro}.img")
+            with open(path, "wb") as f:
+                f.truncate(mib << 20)
+            return path, None
+        patched = Kernel("patched", self.arch)
+        patched.prepare()
+        import hashlib
+        h = hashlib.sha256((read_stamp(patched.image) or "").encode())
+        with open(os.path.join(build(), "repro", repro), "rb") as f:
+            h.update(f.read())
+        stamp = h.hexdigest()
+        img = os.path.join(cache(), "images", f"{repro}.img")
+        if os.path.isfile(img) and read(img + ".stamp").strip() == stamp:
+            return img, None
+        log(f"preparing {repro}'s disk on the patched kernel")
+        os.makedirs(os.path.dirname(img), exist_ok=True)
+        tmp = img + ".tmp"
+        with open(tmp, "wb") as f:
+            f.truncate(mib << 20)
+        rundir = os.path.join(self.results, "prepare", repro)
+        os.makedirs(rundir, exist_ok=True)
+        cmdline = guest.kernel_cmdline(self.arch, repro, m.get("cmdline", ""), prepare=True)
+        argv = guest.qemu_argv(self.arch, self.record["accel"], patched.image, self.o.initrd, cmdline,
+                               max(2, int(m.get("min_cpus") or 1)), os.path.join(rundir, "ktap.txt"),
+                               tmp, prepare=True)
+        status, timed_out, secs = guest.boot(argv, rundir, int(m.get("timeout") or 60) + 60)
+        res = decide(read(os.path.join(rundir, "console.log")), m,
+                     read(os.path.join(rundir, "ktap.txt")), timed_out, status)
+        self.record["prepare"].append({"repro": repro, "outcome": res["outcome"],
+                                       "evidence": res["evidence"], "seconds": secs,
+                                       "log": f"prepare/{repro}/console.log"})
+        if res["outcome"] != "PASS":
+            return None, (f"disk preparation on the patched kernel was {res['outcome']}: "
+                          f"{res['evidence']} (log: {rundir}/console.log)")
+        os.replace(tmp, img)
+        with open(img + ".stamp", "w") as f:
+            f.write(stamp + "\n")
+        return img, None
+
+
+def now():
+    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def build_guest(arch):
+    target = "guest" if arch == "x86_64" else f"guest-{arch}"
+    p = subprocess.run(["make", "-C", TOP, "--no-print-directory", "-s", f"BUILD={build()}", target],
+                       capture_output=True, text=True)
+    out = (p.stdout or "") + (p.stderr or "")
+    if p.returncode:
+        sys.stderr.write(out)
+        raise RuntimeError("building the reproducers or the guest image failed (output above)")
+    for line in out.splitlines():
+        if "guest image:" in line:
+            print(line, file=sys.stderr)
+    sub = "" if arch == "x86_64" else arch
+    return os.path.join(build(), sub, "guest", "initramfs.cpio")
+
+
+def main_run(o):
+    """run-in-qemu.sh's work after its arguments were checked."""
+    metas = o.metas
+    kernels = o.kernel_objs
+    for k in kernels:
+        try:
+            k.prepare()
+        except Undecidable as e:
+            log(str(e))
+            return UNDECIDED
+    # Shared between invocations, never with a kernel build (kernels.sh takes
+    # it exclusively): guests stall beside a build.
+    with guest.flocked("machine.lock", False, "waiting for a kernel build to finish"):
+        if not o.initrd:
+            try:
+                o.initrd = build_guest(o.arch)
+            except RuntimeError as e:
+                log(f"error: {e}")
+                return USAGE
+        for k in kernels:
+            if not k.flavour:
+                check_kconfig(k, o.repros, metas)
+        accel = o.accel
+        if o.arch != "x86_64":
+            accel = "tcg"
+        elif accel == "auto":
+            accel = "kvm" if guest.kvm_works(kernels[0].image, o.initrd) else "tcg"
+        os.makedirs(o.results, exist_ok=True)
+        run = Run(o, metas)
+        run.record["accel"] = accel
+        log(f"accelerator: {accel}; results: {o.results}")
+        disks, prep_errors = {}, {}
+        for r in o.repros:
+            try:
+                disks[r], err = run.prepare_disk(r)
+            except Undecidable as e:
+                disks[r], err = None, str(e)
+            if err:
+                prep_errors[r] = err
+                log(f"{r}: {err}")
+        try:
+            run.execute(kernels, o.repros, disks, prep_errors)
+        except KeyboardInterrupt:
+            run.record["interrupted"] = True
+            run.save()
+            log(f"interrupted: the finished guests are in {o.results}/run.json; "
+                f"make report DIR={o.results} renders them")
+            render.render(o.results, quiet=True)
+            return 130
+    return render.render(o.results, any_report=o.any_report)
+
+
+def record_rates(o):
+    """make calibrate: the bug rows just run become the committed records."""
+    with open(os.path.join(o.results, "run.json")) as f:
+        rec = json.load(f)
+    build_id = read_stamp(flavour_image(o.arch, "unpatched"))
+    for r in o.repros:
+        runs = [x for x in rec["runs"] if x["repro"] == r and x["kernel"] == "unpatched"]
+        trials = [x for x in runs if x["outcome"] in ("FAIL", "PASS", "OTHER")]
+        fails = sum(1 for x in trials if x["outcome"] == "FAIL")
+        rates.record(r, o.arch, build_id, fails, len(trials), [x["seconds"] for x in runs], rec["krepro"])
+        log(f"{r}: FAIL {fails}/{len(trials)} recorded in {os.path.relpath(rates.repo_path(r), TOP)}")

@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Check what every reproducer declares (build/repro/<id>.json, written by the
+native build from its --describe) against the rest of the repository: the
+kernel config fragments its arches' kernels are built from, its fix patch,
+the kernel report table its signatures name, and its directory.
+
+usage: test-metadata.py BUILD/repro
+Each failed check prints the reproducer and what; exit 1 if any failed.
+"""
+import glob
+import json
+import os
+import re
+import sys
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIG = os.path.join(TOP, "kernel-patches", "config")
+REPORTS_TSV = os.path.join(TOP, "repro", "lib", "kernel-reports.tsv")
+# The guest arches krepro builds kernels and guests for (scripts/arches.tsv).
+ARCHES = {"x86_64", "arm"}
+KEYS = {"name": str, "summary": str, "fix": str, "introduced": str, "seed": str,
+        "arches": list, "not_in_matrix": str, "min_cpus": int, "timeout": int,
+        "cmdline": str, "disk_mib": int, "prepare": bool, "kconfig": list, "cases": list,
+        "signatures": list}
+# Reproducers without a kernel-patches/<id>/ of their own, and whose series
+# builds the kernels they are proven against. xfs-rmap-fuzz is the xfs/371-style
+# sweep over the same bug (seed 003) and fix (its revert, seed 011) as
+# xfs-rmap-keys (both READMEs say so; both declare the same fix and
+# introducing commit): it runs on xfs-rmap-keys's kernels.
+SHARED_PATCHES = {"xfs-rmap-fuzz": "xfs-rmap-keys"}
+
+# Options a reproducer needs that no fragment names because 6.1's Kconfig
+# turns them on by itself: option -> the options it depends on. Each is a
+# promptless or EXPERT-only "default y", so it is y when its dependencies are
+# and no fragment says "is not set" (merge_config.sh -n starts from
+# allnoconfig, which keeps defaults of symbols a user cannot set).
+#   net/Kconfig:       config RPS   bool, depends on SMP && SYSFS, default y
+#   fs/sysfs/Kconfig:  config SYSFS bool "..." if EXPERT, default y
+KCONFIG_DEFAULT_Y = {"CONFIG_SYSFS": [], "CONFIG_RPS": ["CONFIG_SMP", "CONFIG_SYSFS"]}
+
+failures = []
+
+
+def fail(repro, what):
+    failures.append(f"{repro}: {what}")
+    print(f"FAIL {repro}: {what}")
+
+
+def fragment_arches(path):
+    """A fragment's "# krepro-arches:" line; none means x86_64 (kernels.sh)."""
+    with open(path) as f:
+        for line in f:
+            if line.startswith("# krepro-arches:"):
+                return line.split(":", 1)[1].split()
+    return ["x86_64"]
+
+
+def fragments(arch):
+    """scripts/kernels.sh config_fragments(): base.config, the arch's own
+    fragment, then every other fragment (not base, not an arch's) whose
+    krepro-arches line names this arch, in file-name order."""
+    out = [os.path.join(CONFIG, "base.config"), os.path.join(CONFIG, f"{arch}.config")]
+    for path in sorted(glob.glob(os.path.join(CONFIG, "*.config"))):
+        name = os.path.basename(path)[:-len(".config")]
+        if name == "base" or name in ARCHES:
+            continue
+        if arch in fragment_arches(path):
+            out.append(path)
+    return out
+
+
+def config_of(arch):
+    """The options the arch's fragments set: name -> value, the last fragment
+    that sets one winning (merge_config.sh); "is not set" unsets it. Then the
+    KCONFIG_DEFAULT_Y options whose dependencies are set."""
+    opts, unset = {}, set()
+    for path in fragments(arch):
+        if not os.path.isfile(path):
+            fail(arch, f"missing config fragment {os.path.relpath(path, TOP)}")
+            continue
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                m = re.match(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$", line)
+                if m:
+                    opts[m.group(1)] = m.group(2)
+                    unset.discard(m.group(1))
+                    continue
+                m = re.match(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$", line)
+                if m:
+                    opts.pop(m.group(1), None)
+                    unset.add(m.group(1))
+    for opt, deps in KCONFIG_DEFAULT_Y.items():  # in dependency order
+        if opt not in opts and opt not in unset and \
+                all(opts.get(d) in ("y", "m") for d in deps):
+            opts[opt] = "y"
+    return opts
+
+
+def report_kinds():
+    kinds = set()
+    with open(REPORTS_TSV) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                kinds.add(line.split("\t", 1)[0])
+    return kinds
+
+
+def fix_patch_headers(patch_dir):
+    """Each fix-*.patch's header: the mail up to its diffstat or first diff."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(patch_dir, "fix-*.patch"))):
+        head = []
+        with open(path, errors="replace") as f:
+            for line in f:
+                if line.rstrip("\n") == "---" or line.startswith("diff --git "):
+                    break
+                head.append(line)
+        out[path] = "".join(head)
+    return out
+
+
+def check_fields(name, meta):
+    for key, kind in KEYS.items():
+        if key not in meta:
+            fail(name, f"no \"{key}\" in its --describe")
+        elif not isinstance(meta[key], kind) or (kind is int and isinstance(meta[key], bool)):
+            fail(name, f"\"{key}\" is {meta[key]!r}, not a {kind.__name__}")
+    extra = set(meta) - set(KEYS)
+    if extra:
+        fail(name, f"unexpected keys {sorted(extra)}")
+    if isinstance(meta.get("min_cpus"), int) and meta["min_cpus"] < 1:
+        fail(name, f"min_cpus {meta['min_cpus']} < 1")
+    if isinstance(meta.get("timeout"), int) and meta["timeout"] < 1:
+        fail(name, f"timeout {meta['timeout']} < 1")
+
+
+def check_arches(name, meta):
+    arches = meta.get("arches") or []
+    if not arches:
+        fail(name, "arches is empty")
+    unknown = set(arches) - ARCHES
+    if unknown:
+        fail(name, f"arches {sorted(unknown)} not in {sorted(ARCHES)}")
+
+
+def check_kconfig(name, meta, configs):
+    for arch in set(meta.get("arches") or []) & ARCHES:
+        if arch not in configs:
+            configs[arch] = config_of(arch)
+        opts = configs[arch]
+        for need in meta.get("kconfig") or []:
+            opt, eq, want = need.partition("=")
+            have = opts.get(opt)
+            if eq and have != want:
+                fail(name, f"{need}: the {arch} fragments set {opt}={have}" if have else
+                     f"{need}: not set by the {arch} config fragments")
+            elif not eq and have not in ("y", "m"):
+                fail(name, f"{need}: not =y or =m in the {arch} config fragments"
+                     + (f" (it is {have})" if have else ""))
+
+
+def check_fix(name, meta, metas):
+    sha = (meta.get("fix") or "").split(" ", 1)[0]
+    if not re.fullmatch(r"[0-9a-f]{12,40}", sha):
+        fail(name, f"fix {meta.get('fix')!r} does not start with a commit id")
+        return
+    owner = name
+    if not os.path.isdir(os.path.join(TOP, "kernel-patches", name)):
+        owner = SHARED_PATCHES.get(name)
+        if not owner:
+            fail(name, "no kernel-patches/" + name + "/ and no SHARED_PATCHES entry "
+                 "saying whose series builds its kernels")
+            return
+        other = metas.get(owner)
+        if other and (other.get("fix"), other.get("introduced")) != \
+                (meta.get("fix"), meta.get("introduced")):
+            fail(name, f"shares {owner}'s patches but declares another fix or "
+                 f"introducing commit ({meta.get('fix')!r} vs {other.get('fix')!r})")
+    headers = fix_patch_headers(os.path.join(TOP, "kernel-patches", owner))
+    if not headers:
+        fail(name, f"no kernel-patches/{owner}/fix-*.patch")
+    elif not any(re.search(r"\b" + sha, h) for h in headers.values()):
+        fail(name, f"fix commit {sha} is not named in the header of "
+             + ", ".join(os.path.relpath(p, TOP) for p in headers))
+
+
+def check_signatures(name, meta, kinds):
+    for i, sig in enumerate(meta.get("signatures") or []):
+        where = f"signature {i + 1}"
+        if not isinstance(sig, dict) or set(sig) != {"kind", "title", "frame"}:
+            fail(name, f"{where}: {sig!r} is not {{kind, title, frame}}")
+            continue
+        if sig["kind"] != "HANG" and sig["kind"] not in kinds:
+            fail(name, f"{where}: kind {sig['kind']!r} is neither HANG nor a kind of "
+                 "repro/lib/kernel-reports.tsv")
+        for key in ("title", "frame"):
+            if sig[key] is None:
+                continue
+            try:
+                re.compile(sig[key])
+            except (re.error, TypeError) as e:
+                fail(name, f"{where}: {key} {sig[key]!r} is not a Python regex: {e}")
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    bindir = sys.argv[1]
+    metas = {}
+    for path in sorted(glob.glob(os.path.join(bindir, "*.json"))):
+        stem = os.path.basename(path)[:-len(".json")]
+        try:
+            with open(path) as f:
+                meta = json.load(f)
+        except ValueError as e:
+            fail(stem, f"{path} is not JSON: {e}")
+            continue
+        if not isinstance(meta, dict):
+            fail(stem, f"{path} is not a JSON object")
+            continue
+        if meta.get("name") != stem:
+            fail(stem, f"{path} names {meta.get('name')!r}")
+        if os.stat(path).st_mode & 0o111:
+            fail(stem, f"{path} is executable: the guest image would take it for a reproducer")
+        metas[stem] = meta
+
+    # The tree's side: every reproducer directory has its README, and the
+    # native build described every one of them.
+    for src in sorted(glob.glob(os.path.join(TOP, "repro", "*", "*.c"))):
+        d = os.path.dirname(src)
+        repro = os.path.basename(d)
+        if repro == "lib":
+            continue
+        if not os.path.isfile(os.path.join(d, "README.md")):
+            fail(repro, f"repro/{repro}/ has C source but no README.md")
+        if repro not in metas:
+            fail(repro, f"no {os.path.join(bindir, repro + '.json')}: not built by the "
+                 "native build (no repro/" + repro + "/CMakeLists.txt?)")
+    if not metas:
+        fail("(all)", f"no reproducer metadata (*.json) in {bindir}")
+    # And every bug's patch series has its reproducer.
+    for d in sorted(glob.glob(os.path.join(TOP, "kernel-patches", "*", ""))):
+        repro = os.path.basename(os.path.dirname(d))
+        if repro != "config" and repro not in metas:
+            fail(repro, f"kernel-patches/{repro}/ has no reproducer of that name")
+
+    kinds = report_kinds()
+    configs = {}
+    for name, meta in sorted(metas.items()):
+        check_fields(name, meta)
+        check_arches(name, meta)
+        check_kconfig(name, meta, configs)
+        check_fix(name, meta, metas)
+        check_signatures(name, meta, kinds)
+
+    print(f"{len(metas)} reproducers checked, {len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

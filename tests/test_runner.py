@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""The host runner's loop, driven through run-in-qemu.sh with a fake QEMU
+(tests/fake-qemu): outcomes, sequential stopping, run.json, exit codes, locks.
+Boots no guest."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+RUN = os.path.join(TOP, "run-in-qemu.sh")
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+from krepro import stats  # noqa: E402
+
+META = {
+    "fake-bug": {"signatures": [{"kind": "REFCOUNT", "title": "refcount_t: addition on 0",
+                                 "frame": "j1939_.*"}]},
+    "fake-hang": {"signatures": [{"kind": "HANG", "title": None, "frame": None}]},
+    "fake-clean": {"signatures": []},
+}
+
+
+def kernel_image(path, stamp):
+    with open(path, "wb") as f:
+        f.write(b"\0" * 514 + b"HdrS" + b"\0" * 64)
+    with open(path + ".stamp", "w") as f:
+        f.write(stamp + "\n")
+
+
+class Runner(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        os.makedirs(os.path.join(self.tmp, "build", "repro"))
+        for name, extra in META.items():
+            m = {"name": name, "summary": "a fake", "fix": "abc123 (\"fix\")", "introduced": "",
+                 "seed": "", "arches": ["x86_64"], "not_in_matrix": "", "min_cpus": 1,
+                 "timeout": 5, "cmdline": "", "disk_mib": 0, "prepare": False, "kconfig": [],
+                 "cases": ["race"]}
+            m.update(extra)
+            with open(os.path.join(self.tmp, "build", "repro", name + ".json"), "w") as f:
+                json.dump(m, f)
+        os.makedirs(os.path.join(self.tmp, "kernels"))
+        kernel_image(os.path.join(self.tmp, "kernels", "bzImage-x86_64-unpatched"), "stampU")
+        kernel_image(os.path.join(self.tmp, "kernels", "bzImage-x86_64-patched"), "stampP")
+        with open(os.path.join(self.tmp, "initrd"), "w") as f:
+            f.write("fake")
+        self.plan = os.path.join(self.tmp, "plan")
+        self.qlog = os.path.join(self.tmp, "qemu.log")
+        open(self.qlog, "w").close()
+        self.env = dict(os.environ, KREPRO_QEMU=os.path.join(HERE, "fake-qemu"), KREPRO_NO_BUILD="1",
+                        KREPRO_BUILD=os.path.join(self.tmp, "build"),
+                        KREPRO_INITRD=os.path.join(self.tmp, "initrd"),
+                        KREPRO_CACHE=os.path.join(self.tmp, "cache"),
+                        KREPRO_KERNELS=os.path.join(self.tmp, "kernels"),
+                        FAKE_QEMU_PLAN=self.plan, FAKE_QEMU_LOG=self.qlog)
+        self.results = os.path.join(self.tmp, "results")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def set_plan(self, *steps):
+        with open(self.plan, "w") as f:
+            f.write("\n".join(steps) + "\n")
+        if os.path.exists(self.plan + ".count"):
+            os.remove(self.plan + ".count")
+
+    def record_rate(self, repro, fails, runs, build="stampU"):
+        d = os.path.join(self.tmp, "cache", "fail-rates")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"{repro}.x86_64.json"), "w") as f:
+            json.dump({"base": None, "build": build, "fails": fails, "runs": runs,
+                       "date": "2026-01-01"}, f)
+
+    def run_krepro(self, *args, results=True):
+        argv = [RUN] + (["--results", self.results] if results else []) + list(args)
+        p = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=300)
+        self.out = p.stdout + p.stderr
+        return p.returncode
+
+    def boots(self):
+        with open(self.qlog) as f:
+            return sum(1 for l in f if l.startswith("start"))
+
+    def record(self):
+        with open(os.path.join(self.results, "run.json")) as f:
+            return json.load(f)
+
+    def outcomes(self):
+        return [r["outcome"] for r in self.record()["runs"]]
+
+    # --- usage errors: exit >= 128 (git bisect run aborts), nothing booted ---
+    def test_usage_errors_never_boot(self):
+        self.set_plan("pass")
+        for args in (["--frobnicate", "fake-bug"], ["no-such-bug"], ["--kernel", "/nonexistent", "fake-bug"],
+                     ["--tree", os.path.join(self.tmp, "nope"), "fake-bug"], ["--repeat", "0", "fake-bug"],
+                     ["--miss", "2", "fake-bug"], ["--kernel", "/etc/hostname", "fake-bug"], []):
+            with self.subTest(args=args):
+                self.assertEqual(self.run_krepro(*args), 128, self.out)
+        self.assertEqual(self.boots(), 0)
+        self.assertFalse(os.path.exists(os.path.join(self.results, "run.json")))
+
+    def test_git_bisect_aborts_on_a_typo(self):
+        repo = os.path.join(self.tmp, "repo")
+        os.makedirs(repo)
+        git = ["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t"]
+        subprocess.run(["git", "init", "-q", repo], check=True)
+        for i in range(4):
+            with open(os.path.join(repo, "f"), "w") as f:
+                f.write(str(i))
+            subprocess.run(git + ["commit", "-qam" if i else "-qm", str(i)] + ([] if i else ["--allow-empty"]),
+                           check=True, capture_output=True) if i else \
+                subprocess.run(git[:3] + ["add", "f"], check=True) or \
+                subprocess.run(git + ["commit", "-qm", "0"], check=True)
+        subprocess.run(git + ["bisect", "start", "HEAD", "HEAD~3"], check=True, capture_output=True)
+        p = subprocess.run(git + ["bisect", "run", RUN, "no-such-bug"], env=self.env,
+                           capture_output=True, text=True)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertNotIn("is the first bad commit", p.stdout)
+        self.assertEqual(self.boots(), 0)
+
+    # --- one run's outcome ---
+    def test_hang_is_hang(self):
+        self.set_plan("hang")
+        self.assertEqual(self.run_krepro("--kernel", "patched", "--repeat", "1", "--timeout", "2",
+                                         "fake-clean"), 125, self.out)
+        self.assertEqual(self.outcomes(), ["HANG"])
+
+    def test_declared_hang_is_the_bug(self):
+        self.set_plan("hang")
+        self.assertEqual(self.run_krepro("--repeat", "1", "--timeout", "2", "fake-hang"), 1, self.out)
+        self.assertEqual(self.outcomes(), ["FAIL"])
+
+    def test_report_before_mark_is_broken(self):
+        self.set_plan("before-mark")
+        self.assertEqual(self.run_krepro("--repeat", "1", "fake-bug"), 125)
+        self.assertEqual(self.outcomes(), ["BROKEN"])
+        self.assertIn("before the test started", self.record()["runs"][0]["evidence"])
+
+    def test_unexpected_report_is_other(self):
+        self.set_plan("other-report")
+        self.assertEqual(self.run_krepro("--repeat", "1", "fake-bug"), 125, self.out)
+        run = self.record()["runs"][0]
+        self.assertEqual(run["outcome"], "OTHER")
+        self.assertEqual(run["evidence"], "WARNING in __queue_work")
+        # Asked for, any report is bad for git bisect.
+        self.set_plan("other-report")
+        self.assertEqual(self.run_krepro("--repeat", "1", "--any-report", "fake-bug"), 1)
+
+    def test_signature_report_is_fail_and_named(self):
+        self.set_plan("both")
+        self.assertEqual(self.run_krepro("--repeat", "1", "fake-bug"), 1)
+        run = self.record()["runs"][0]
+        self.assertEqual(run["outcome"], "FAIL")
+        self.assertEqual(run["signature"], "report: refcount_t: addition on 0; use-after-free")
+        self.assertIn("+1 other report(s): WARNING in __queue_work", run["evidence"])
+
+    def test_harness_fail_on_a_report_that_is_not_the_bug_is_other(self):
+        # The reproducer exits 1 only because of a kernel report: not its evidence.
+        self.set_plan("other-report")
+        self.run_krepro("--repeat", "1", "fake-clean")
+        self.assertEqual(self.outcomes(), ["OTHER"])
+
+    def test_skip_and_broken(self):
+        self.set_plan("skip")
+        self.assertEqual(self.run_krepro("fake-bug"), 125)
+        self.assertEqual(self.outcomes(), ["SKIP"])
+        self.assertEqual(self.record()["rows"][0]["decision"], "SKIP")
+        self.set_plan("broken")
+        self.assertEqual(self.run_krepro("fake-bug"), 125)
+        self.assertEqual(self.outcomes(), ["BROKEN"] * 3)
+        self.assertEqual(self.record()["rows"][0]["decision"], "BROKEN")
+
+    # --- sequential stopping ---
+    def test_matrix_measures_the_rate_in_the_same_run(self):
+        # 5 FAILs bound the rate at >= 54%; then 6 clean runs for miss <= 1%.
+        self.set_plan(*["fail-own"] * 5 + ["pass"] * 6 + ["fail-own"])
+        self.assertEqual(self.run_krepro("--kernel", "unpatched", "--kernel", "patched", "--expect",
+                                         "fake-bug"), 0, self.out)
+        self.assertEqual(self.boots(), 11)
+        rows = self.record()["rows"]
+        self.assertEqual([r["cell"] for r in rows], ["FAIL 5/5 (rate ≥ 54%)", "PASS 6/6 (miss ≤ 1%)"])
+        self.assertEqual(rows[0]["rate"]["source"], "no recorded rate: measured in this run")
+        with open(os.path.join(self.results, "summary.md")) as f:
+            md = f.read()
+        self.assertIn("| fake-bug | patched | PASS 6/6 (miss ≤ 1%) | PASS ok |", md)
+
+    def test_recorded_rate_stops_at_first_fail(self):
+        self.record_rate("fake-bug", 20, 20)
+        self.set_plan("bug-report", "pass")
+        self.assertEqual(self.run_krepro("--kernel", "unpatched", "--kernel", "patched", "--expect",
+                                         "fake-bug"), 0, self.out)
+        self.assertEqual(self.boots(), 4)
+        rows = self.record()["rows"]
+        self.assertEqual(rows[0]["cell"], "FAIL 1/1 (rate ≥ 86%)")
+        self.assertIn("20/20 recorded 2026-01-01, build stampU", rows[0]["rate"]["source"])
+        self.assertEqual(rows[1]["cell"], "PASS 3/3 (miss ≤ 1%)")
+        # The row's own FAIL was added to the cache's copy.
+        with open(os.path.join(self.tmp, "cache", "fail-rates", "fake-bug.x86_64.json")) as f:
+            self.assertEqual(json.load(f)["runs"], 21)
+
+    def test_recorded_rate_of_another_build_is_not_used(self):
+        self.record_rate("fake-bug", 20, 20, build="other")
+        self.set_plan(*["fail-own"] * 5 + ["pass"])
+        self.run_krepro("--kernel", "unpatched", "--kernel", "patched", "--expect", "fake-bug")
+        self.assertEqual(self.boots(), 11)
+
+    def test_fail_on_the_fixed_kernel_stops_and_is_unexpected(self):
+        self.record_rate("fake-bug", 20, 20)
+        self.set_plan("fail-own", "pass", "bug-report")
+        self.assertEqual(self.run_krepro("--kernel", "unpatched", "--kernel", "patched", "--expect",
+                                         "fake-bug"), 1)
+        self.assertEqual(self.outcomes(), ["FAIL", "PASS", "FAIL"])
+        self.assertIn("| FAIL 1/2 | PASS **UNEXPECTED** |", open(os.path.join(self.results, "summary.md")).read())
+
+    def test_other_on_the_fixed_kernel_is_flagged(self):
+        self.record_rate("fake-bug", 20, 20)
+        self.set_plan("fail-own", "other-report")
+        self.assertEqual(self.run_krepro("--kernel", "unpatched", "--kernel", "patched", "--expect",
+                                         "fake-bug"), 1)
+        self.assertEqual(self.record()["rows"][1]["decision"], "OTHER")
+
+    def test_cap_makes_a_row_undecided(self):
+        self.set_plan("pass")
+        self.assertEqual(self.run_krepro("--max-runs", "4", "--kernel", "patched", "fake-bug"), 125)
+        row = self.record()["rows"][0]
+        self.assertEqual((row["decision"], row["runs"]), ("UNDECIDED", 4))
+        self.assertEqual(row["cell"], "undecided: PASS 4 in 4 runs")
+
+    def test_confidence_sets_the_target(self):
+        self.record_rate("fake-bug", 20, 20)
+        self.set_plan("pass")
+        self.assertEqual(self.run_krepro("--confidence", "0.999", "--kernel", "patched", "fake-bug"), 0)
+        want = stats.clean_runs_needed(stats.rate_lower(20, 20), 0.001)
+        self.assertEqual(self.boots(), want)
+
+    def test_fixed_mode(self):
+        self.set_plan("fail-own", "fail-own", "pass")
+        self.assertEqual(self.run_krepro("--repeat", "3", "fake-bug"), 1)
+        self.assertEqual(self.boots(), 3)
+        self.assertEqual(self.record()["rows"][0]["cell"], "FAIL 2/3")
+
+    # --- the record, interruption, re-rendering ---
+    def test_report_rerenders_from_run_json_alone(self):
+        self.set_plan("bug-report")
+        self.run_krepro("--repeat", "2", "fake-bug")
+        with open(os.path.join(self.results, "summary.md")) as f:
+            first = f.read()
+        for n in ("summary.md", "results.ktap", "junit.xml"):
+            os.remove(os.path.join(self.results, n))
+        self.assertEqual(self.run_krepro("--report", self.results, results=False), 1)
+        with open(os.path.join(self.results, "summary.md")) as f:
+            self.assertEqual(f.read(), first)
+        self.assertIn("j1939_can_recv", first)
+        with open(os.path.join(self.results, "junit.xml")) as f:
+            self.assertIn('name="verdict" value="FAIL 2/2"', f.read())
+
+    def test_interrupted_run_keeps_what_finished(self):
+        self.set_plan("pass 0.2", "pass 0.2", "hang")
+        p = subprocess.Popen([RUN, "--results", self.results, "--repeat", "5", "fake-clean"],
+                             env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 60
+        while self.boots() < 3 and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGINT)
+        out = p.communicate(timeout=60)[0]
+        self.assertEqual(p.returncode, 130, out)
+        rec = self.record()
+        self.assertEqual([r["outcome"] for r in rec["runs"]], ["PASS", "PASS"])
+        self.assertTrue(rec["interrupted"])
+        self.assertIsNone(rec["finished"])
+        self.assertEqual(self.run_krepro("--report", self.results, results=False), 125)
+        self.assertIn("PARTIAL", self.out)
+        # No guest left behind, and the locks are free: a new run boots at once.
+        self.set_plan("pass")
+        self.results += "2"
+        self.assertEqual(self.run_krepro("--repeat", "1", "fake-clean"), 0)
+        self.assertNotIn("waiting", self.out)
+
+    def test_boot_lock_serialises_two_invocations(self):
+        self.set_plan("pass 1")
+        procs = [subprocess.Popen([RUN, "--results", self.results + str(i), "--repeat", "2", "fake-clean"],
+                                  env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                 for i in range(2)]
+        outs = [p.communicate(timeout=120)[0] for p in procs]
+        self.assertEqual([p.returncode for p in procs], [0, 0], outs)
+        spans, start = [], None
+        with open(self.qlog) as f:
+            for line in f:
+                w = line.split()
+                if w[0] == "start":
+                    self.assertIsNone(start, "two guests ran at once")
+                    start = float(w[1])
+                else:
+                    spans.append((start, float(w[1])))
+                    start = None
+        self.assertEqual(len(spans), 4)
+        self.assertTrue(any("waiting for another guest to finish" in o for o in outs))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
