@@ -110,7 +110,7 @@ for r in "$bindir"/*; do
 		copy_libs "$r"
 	elif readelf -l "$r" 2>/dev/null | grep -q 'Requesting program interpreter'; then
 		# The host's ldd cannot resolve a foreign closure: foreign guests'
-		# reproducers are static (CMakeLists.txt's KREPRO_DYNAMIC is x86_64's).
+		# reproducers are static (only x86_64 ones say DYNAMIC in their CMakeLists.txt).
 		die "$r is dynamically linked; the $KREPRO_ARCH guest carries no libraries"
 	fi
 	n=$((n + 1))

@@ -136,6 +136,16 @@ class Runner(unittest.TestCase):
         self.assertEqual(self.run_krepro("--repeat", "1", "--timeout", "2", "fake-hang"), 1, self.out)
         self.assertEqual(self.outcomes(), ["FAIL"])
 
+    def test_guest_stuck_after_the_bugs_report_is_stopped_early(self):
+        self.set_plan("bug-report-hang")
+        self.env["KREPRO_AFTER_REPORT"] = "1"
+        t0 = time.monotonic()
+        self.assertEqual(self.run_krepro("--repeat", "1", "--timeout", "60", "fake-bug"), 1, self.out)
+        self.assertLess(time.monotonic() - t0, 30)
+        run = self.record()["runs"][0]
+        self.assertEqual((run["outcome"], run["stopped_early"], run["timed_out"]), ("FAIL", True, False))
+        self.assertIn("guest stopped 1 s after the report", run["evidence"])
+
     def test_report_before_mark_is_broken(self):
         self.set_plan("before-mark")
         self.assertEqual(self.run_krepro("--repeat", "1", "fake-bug"), 125)
@@ -158,7 +168,7 @@ class Runner(unittest.TestCase):
         run = self.record()["runs"][0]
         self.assertEqual(run["outcome"], "FAIL")
         self.assertEqual(run["signature"], "report: refcount_t: addition on 0; use-after-free")
-        self.assertIn("+1 other report(s): WARNING in __queue_work", run["evidence"])
+        self.assertIn("+1 later report(s) not in its signature: WARNING in __queue_work", run["evidence"])
 
     def test_harness_fail_on_a_report_that_is_not_the_bug_is_other(self):
         # The reproducer exits 1 only because of a kernel report: not its evidence.

@@ -98,14 +98,20 @@ void krepro_pass(const char *fmt, ...)
 		case_result = KREPRO_PASS;
 }
 
+/* The case FAILs; tag says on what: FAIL own evidence, REPORT a kernel report. */
+static void vfail(const char *tag, const char *fmt, va_list ap)
+{
+	vverdict(tag, "", fmt, ap);
+	case_result = KREPRO_FAIL;
+}
+
 void krepro_fail(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vverdict("FAIL", "", fmt, ap);
+	vfail("FAIL", fmt, ap);
 	va_end(ap);
-	case_result = KREPRO_FAIL;
 }
 
 void krepro_report(const char *fmt, ...)
@@ -113,9 +119,8 @@ void krepro_report(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vverdict("REPORT", "", fmt, ap);
+	vfail("REPORT", fmt, ap);
 	va_end(ap);
-	case_result = KREPRO_FAIL;
 }
 
 void krepro_broken_at(const char *file, int line, const char *fmt, ...)

@@ -76,9 +76,19 @@ def flocked(name, exclusive, waiting_msg):
         os.close(fd)
 
 
-def boot(argv, rundir, limit, keep=False):
+# How often a running guest's console is read, and how long a guest may go on
+# after the bug's own kernel report: time for the trace and what follows it.
+WATCH_EVERY = 2.0
+AFTER_REPORT = float(os.environ.get("KREPRO_AFTER_REPORT") or 20)
+
+
+def boot(argv, rundir, limit, keep=False, answered=None):
     """Run one guest to its end or its time limit, its serial console in
-    rundir/console.log. Returns (qemu status, timed out, seconds)."""
+    rundir/console.log. answered(console text) says when the run's outcome
+    is already known (the bug's own report): the guest is then stopped
+    AFTER_REPORT seconds later instead of at its limit (a kernel that
+    oopsed can leave the reproducer stuck until then).
+    Returns (qemu status, timed out, seconds, stopped early)."""
     console = os.path.join(rundir, "console.log")
     if keep:
         argv = argv + ["-chardev", f"stdio,id=con,logfile={console},signal=off", "-serial", "chardev:con"]
@@ -90,28 +100,42 @@ def boot(argv, rundir, limit, keep=False):
     # by side stall each other (RCU stall reports) and change a race's odds.
     with flocked("boot.lock", True, "waiting for another guest to finish"):
         t0 = time.monotonic()
+        early = False
         if keep:
             status, timed_out = subprocess.call(argv), False
         else:
             with open(os.path.join(rundir, "qemu.log"), "w") as out:
                 p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
+                status, timed_out, known = None, False, None
                 try:
-                    status, timed_out = p.wait(timeout=limit), False
-                except subprocess.TimeoutExpired:
-                    p.terminate()
-                    try:
-                        p.wait(timeout=5)
-                    except subprocess.TimeoutExpired:
-                        p.kill()
-                        p.wait()
-                    status, timed_out = p.returncode, True
+                    while status is None:
+                        left = limit - (time.monotonic() - t0)
+                        if left <= 0:
+                            timed_out = True
+                            break
+                        if known is not None and time.monotonic() - known >= AFTER_REPORT:
+                            early = True
+                            break
+                        try:
+                            status = p.wait(timeout=min(WATCH_EVERY, left))
+                        except subprocess.TimeoutExpired:
+                            if answered and known is None and answered(console):
+                                known = time.monotonic()
+                    if status is None:
+                        p.terminate()
+                        try:
+                            p.wait(timeout=5)
+                        except subprocess.TimeoutExpired:
+                            p.kill()
+                            p.wait()
+                        status = p.returncode
                 except BaseException:
                     # Ctrl-C or a kill: no guest is left behind.
                     p.kill()
                     p.wait()
                     raise
-        return status, timed_out, round(time.monotonic() - t0, 1)
+        return status, timed_out, round(time.monotonic() - t0, 1), early
 
 
 def kvm_works(image, initrd):
@@ -128,7 +152,7 @@ def kvm_works(image, initrd):
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         argv = qemu_argv("x86_64", "kvm", image, initrd, "console=ttyS0 panic=-1 krepro.guest=1", 1, None)
-        boot(argv, d, 60)
+        boot(argv, d, 60)  # its console says whether init finished
         with open(os.path.join(d, "console.log"), errors="replace") as f:
             if "krepro-init: done" in f.read():
                 return True

@@ -18,3 +18,12 @@ def build():
 
 def kernels():
     return os.environ.get("KREPRO_KERNELS") or os.path.join(cache(), "kernels")
+
+
+def read(path):
+    """A text file's contents, or "" when it is missing (a run cut short)."""
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""

@@ -39,10 +39,15 @@ def _write(path, data):
 
 
 def describe(rec):
-    s = f"{rec['fails']}/{rec['runs']} recorded {rec.get('date', '?')}, build {rec.get('build', '?')[:12]}"
-    if rec.get("added_runs"):
-        s += f", +{rec['added_fails']}/{rec['added_runs']} from later rows"
-    return s
+    """A record as a cell's source: what was measured, when, on which build."""
+    build = (rec.get("build") or "?")[:12]
+    base = rec.get("base")
+    if "added_runs" not in rec:
+        return f"{rec['fails']}/{rec['runs']} recorded {rec.get('date', '?')}, build {build}"
+    if base and base.get("build") == rec.get("build"):
+        return (f"{base['fails']}/{base['runs']} recorded {base.get('date', '?')}, build {build}, "
+                f"+{rec['added_fails']}/{rec['added_runs']} in rows here since")
+    return f"{rec['fails']}/{rec['runs']} measured in rows here since {rec.get('date', '?')}, build {build}"
 
 
 def lookup(repro, arch, build):

@@ -7,6 +7,7 @@ import sys
 from xml.sax.saxutils import escape, quoteattr
 
 from . import stats
+from .paths import read
 
 EXPECTED = {"bug": "FAIL", "fixed": "PASS"}
 
@@ -93,14 +94,6 @@ def excerpt(results, run, lines=40):
     ktap = read(os.path.join(results, run["ktap"])).splitlines()
     picked = [l for l in ktap if l.startswith("# ") and "FAIL" in l][:12]
     return None, picked or [l for l in ktap if l.startswith(("# ", "not ok"))][:12]
-
-
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
 
 
 def status(rec, any_report=False):
@@ -207,6 +200,7 @@ def ktap(rec, by_row):
     for i, r in enumerate(rows, 1):
         for x in by_row.get((r["repro"], r["kernel"]), []):
             out.append(f"# {r['repro']}.{r['kernel']}.{x['run']}: {x['outcome']}: {x['evidence']} (log: {x['log']})")
+        out.append(f"# {r['repro']}.{r['kernel']}: {r['cell']}" + (f" ({r['why']})" if r.get("why") else ""))
         if r.get("rate"):
             out.append(f"# FAIL rate source: {r['rate']['source']}")
         name = f"{r['repro']}.{r['kernel']}"

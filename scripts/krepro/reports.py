@@ -112,6 +112,16 @@ def signature_matches(report, sig):
     return True
 
 
+def bug_reported(console, meta):
+    """Has the console, so far, a report after the start mark that matches
+    the reproducer's signatures? (The guest may then be stopped early.)"""
+    sigs = meta.get("signatures") or []
+    if not sigs:
+        return False
+    res = decide(console, meta)
+    return res["outcome"] == "FAIL" and (res["signature"] or "").startswith("report: ")
+
+
 def hang_is_bug(meta):
     return any(s.get("kind") == "HANG" for s in meta.get("signatures") or [])
 
@@ -175,7 +185,7 @@ def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
     bug = [r for r in after if r["bug"]]
     own = own_evidence(ktap, meta.get("cases") or []) if exit_code == 1 else []
     others = [r for r in after if not r["bug"]]
-    also = f" (+{len(others)} other report(s): {others[0]['title']})" if others else ""
+    also = f" (+{len(others)} later report(s) not in its signature: {others[0]['title']})" if others else ""
     if bug:
         more = f" (+{len(bug) - 1} more)" if len(bug) > 1 else ""
         return out("FAIL", f"{bug[0]['title']}{more}{also}{hung}", "report: " + bug[0]["title"])

@@ -9,8 +9,8 @@ import time
 
 from . import arches, guest, meta as metamod, rates, render, stats
 from .guest import log
-from .paths import SCRIPTS, TOP, build, cache, kernels as kernels_dir
-from .reports import decide
+from .paths import SCRIPTS, TOP, build, cache, kernels as kernels_dir, read
+from .reports import bug_reported, decide
 
 USAGE = 128      # git bisect run aborts on a status >= 128
 UNDECIDED = 125  # git bisect run skips the commit
@@ -234,13 +234,16 @@ class Run:
         cmdline = guest.kernel_cmdline(self.arch, repro, m.get("cmdline", ""), self.o.keep)
         argv = guest.qemu_argv(self.arch, self.record["accel"], kernel.image, self.o.initrd,
                                cmdline, smp, os.path.join(rundir, "ktap.txt"), disk)
-        status, timed_out, secs = guest.boot(argv, rundir, limit, self.o.keep)
+        status, timed_out, secs, early = guest.boot(argv, rundir, limit, self.o.keep,
+                                                    answered=lambda c: bug_reported(read(c), m))
         res = decide(read(os.path.join(rundir, "console.log")), m,
                      read(os.path.join(rundir, "ktap.txt")), timed_out, status)
+        if early:
+            res["evidence"] += f" ; guest stopped {guest.AFTER_REPORT:.0f} s after the report"
         title = next((r["title"] for r in res["reports"] if r.get("line", 0) >= (res["mark_line"] or 1 << 30)), None)
         return dict(base, outcome=res["outcome"], evidence=res["evidence"], seconds=secs,
                     signature=res["signature"], report_title=title, reports=res["reports"][:20],
-                    exit=res["exit"], timed_out=timed_out, qemu_status=status)
+                    exit=res["exit"], timed_out=timed_out, stopped_early=early, qemu_status=status)
 
     def prepare_disk(self, repro):
         """A reproducer's disk: a blank one for the run, or one written once by
@@ -257,7 +260,7 @@ class Run:
                 f.truncate(mib << 20)
             return path, None
         patched = Kernel("patched", self.arch)
-        patched.prepare()
+        patched.image = flavour_image(self.arch, "patched")  # built before the lock
         import hashlib
         h = hashlib.sha256((read_stamp(patched.image) or "").encode())
         with open(os.path.join(build(), "repro", repro), "rb") as f:
@@ -277,7 +280,7 @@ class Run:
         argv = guest.qemu_argv(self.arch, self.record["accel"], patched.image, self.o.initrd, cmdline,
                                max(2, int(m.get("min_cpus") or 1)), os.path.join(rundir, "ktap.txt"),
                                tmp, prepare=True)
-        status, timed_out, secs = guest.boot(argv, rundir, int(m.get("timeout") or 60) + 60)
+        status, timed_out, secs, _ = guest.boot(argv, rundir, int(m.get("timeout") or 60) + 60)
         res = decide(read(os.path.join(rundir, "console.log")), m,
                      read(os.path.join(rundir, "ktap.txt")), timed_out, status)
         self.record["prepare"].append({"repro": repro, "outcome": res["outcome"],
@@ -294,14 +297,6 @@ class Run:
 
 def now():
     return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-
-
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
 
 
 def build_guest(arch):
@@ -322,13 +317,18 @@ def build_guest(arch):
 def main_run(o):
     """run-in-qemu.sh's work after its arguments were checked."""
     metas = o.metas
-    kernels = o.kernel_objs
+    kernels = list(o.kernel_objs)
+    # Builds before the machine lock: kernels.sh takes it exclusively. A
+    # prepared disk is written by the patched kernel, so that one too.
+    if any(metas[r].get("prepare") for r in o.repros):
+        kernels.append(Kernel("patched", o.arch))
     for k in kernels:
         try:
             k.prepare()
         except Undecidable as e:
             log(str(e))
             return UNDECIDED
+    kernels = o.kernel_objs
     # Shared between invocations, never with a kernel build (kernels.sh takes
     # it exclusively): guests stall beside a build.
     with guest.flocked("machine.lock", False, "waiting for a kernel build to finish"):
