@@ -21,8 +21,13 @@ here=$KREPRO_TOP/guest-image
 list=$here/userspace.list
 
 pkgs=(cpio)
-case $KREPRO_ARCH in
-x86_64)
+# The guest's Debian architecture (scripts/arches.tsv): the host's own, or a
+# foreign one whose busybox is downloaded.
+debarch=$(arch_field debarch)
+native=0
+[ "$debarch" = "$(dpkg --print-architecture)" ] && native=1
+case $native in
+1)
 	pkgs+=(busybox-static)
 	while read -r pkg prog; do
 		case $pkg in "#"* | "") continue ;; esac
@@ -31,18 +36,18 @@ x86_64)
 	need_pkgs "${pkgs[@]}"
 	busybox=/bin/busybox
 	;;
-arm)
+0)
 	need_pkgs "${pkgs[@]}"
-	need_foreign_arch armhf
-	# The candidate version of busybox-static:armhf, fetched once per version.
-	bbver=$(apt-cache policy busybox-static:armhf | sed -n 's/^ *Candidate: //p')
-	[ -n "$bbver" ] && [ "$bbver" != "(none)" ] || die "no busybox-static:armhf in the apt lists"
-	bbdir=$KREPRO_CACHE/armhf/busybox-static_$bbver
+	need_foreign_arch "$debarch"
+	# The candidate version of busybox-static:<debarch>, fetched once per version.
+	bbver=$(apt-cache policy "busybox-static:$debarch" | sed -n 's/^ *Candidate: //p')
+	[ -n "$bbver" ] && [ "$bbver" != "(none)" ] || die "no busybox-static:$debarch in the apt lists"
+	bbdir=$KREPRO_CACHE/$debarch/busybox-static_$bbver
 	if [ ! -x "$bbdir/bin/busybox" ]; then
-		log "fetching busybox-static:armhf $bbver"
+		log "fetching busybox-static:$debarch $bbver"
 		rm -rf "$bbdir.tmp" && mkdir -p "$bbdir.tmp"
-		(cd "$bbdir.tmp" && apt-get download "busybox-static:armhf=$bbver" >/dev/null 2>&1 &&
-			dpkg-deb -x ./*.deb root) || die "apt-get download busybox-static:armhf failed"
+		(cd "$bbdir.tmp" && apt-get download "busybox-static:$debarch=$bbver" >/dev/null 2>&1 &&
+			dpkg-deb -x ./*.deb root) || die "apt-get download busybox-static:$debarch failed"
 		rm -rf "$bbdir" && mv "$bbdir.tmp/root" "$bbdir" && rm -rf "$bbdir.tmp"
 	fi
 	busybox=$bbdir/bin/busybox
@@ -64,7 +69,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,proc,sys,dev,tmp,run,mnt,repro,etc}
 cp "$busybox" "$stage/bin/busybox"
-if [ "$KREPRO_ARCH" = x86_64 ]; then
+if [ "$native" = 1 ]; then
 	for applet in $("$stage/bin/busybox" --list); do
 		[ -e "$stage/bin/$applet" ] || ln -s busybox "$stage/bin/$applet"
 	done
@@ -90,7 +95,7 @@ copy_with_libs() {
 	cp -L "$1" "$stage$1"
 	copy_libs "$1"
 }
-if [ "$KREPRO_ARCH" = x86_64 ]; then
+if [ "$native" = 1 ]; then
 	while read -r pkg prog; do
 		case $pkg in "#"* | "") continue ;; esac
 		p=$(command -v "$prog" || true)
@@ -106,7 +111,7 @@ n=0
 for r in "$bindir"/*; do
 	[ -x "$r" ] || continue
 	install -m 0755 "$r" "$stage/repro/$(basename "$r")"
-	if [ "$KREPRO_ARCH" = x86_64 ]; then
+	if [ "$native" = 1 ]; then
 		copy_libs "$r"
 	elif readelf -l "$r" 2>/dev/null | grep -q 'Requesting program interpreter'; then
 		# The host's ldd cannot resolve a foreign closure: foreign guests'

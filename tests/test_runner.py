@@ -271,6 +271,13 @@ class Runner(unittest.TestCase):
             self.assertIn('name="verdict" value="FAIL 2/2"', f.read())
 
     def test_interrupted_run_keeps_what_finished(self):
+        self.interrupt(signal.SIGINT)
+
+    def test_killed_run_keeps_what_finished(self):
+        # A kill, and a background job's Ctrl-C, end the run the same way.
+        self.interrupt(signal.SIGTERM)
+
+    def interrupt(self, sig):
         self.set_plan("pass 0.2", "pass 0.2", "hang")
         p = subprocess.Popen([RUN, "--results", self.results, "--repeat", "5", "fake-clean"],
                              env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -278,8 +285,11 @@ class Runner(unittest.TestCase):
         while self.boots() < 3 and time.time() < deadline:
             time.sleep(0.1)
         time.sleep(0.3)
-        p.send_signal(signal.SIGINT)
+        p.send_signal(sig)
         out = p.communicate(timeout=60)[0]
+        # The hanging guest went with the run.
+        self.assertEqual(subprocess.run(["pgrep", "-f", f"fake-qemu.*{self.tmp}"],
+                                        capture_output=True).returncode, 1)
         self.assertEqual(p.returncode, 130, out)
         rec = self.record()
         self.assertEqual([r["outcome"] for r in rec["runs"]], ["PASS", "PASS"])

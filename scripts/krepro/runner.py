@@ -3,6 +3,7 @@ run.json written as every guest ends."""
 import datetime
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -314,8 +315,17 @@ def build_guest(arch):
     return os.path.join(build(), sub, "guest", "initramfs.cpio")
 
 
+def interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main_run(o):
     """run-in-qemu.sh's work after its arguments were checked."""
+    # Ctrl-C, and a kill or hangup too, end the run the same way: the guest
+    # is stopped, run.json keeps what finished, the locks go with the process.
+    # (A shell's background job starts with SIGINT ignored: take it back.)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupt)
     metas = o.metas
     kernels = list(o.kernel_objs)
     # Builds before the machine lock: kernels.sh takes it exclusively. A
