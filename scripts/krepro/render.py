@@ -182,7 +182,9 @@ def render(results, any_report=None, quiet=False):
         print("\n".join(md))
         print(f"written: {results}/summary.md, results.ktap, junit.xml (from run.json)")
         if rec.get("expect"):
-            print("matrix: " + ("every row as expected" if code == 0 else "UNEXPECTED rows above"))
+            print("matrix: " + ("every row as expected" if code == 0 else
+                                "UNEXPECTED rows above" if rec.get("finished") else
+                                "PARTIAL run: not every row was decided"))
     if not rec.get("finished"):
         print(f"krepro: {results} holds a partial run", file=sys.stderr)
     return code
