@@ -361,8 +361,8 @@ static const struct krepro_test test = {
 	.not_in_matrix = "This reproducer is a sweep of 160 fuzzed filesystems per kernel "
 			 "(minutes per guest), and it passes on both kernels when neither "
 			 "crashes: it is not part of the FAIL-on-unpatched / PASS-on-patched "
-			 "matrix. Run it by name: flock ~/.cache/krepro/guests.lock "
-			 "./run-in-qemu.sh --kernel unpatched --kernel patched xfs-rmap-fuzz",
+			 "matrix. Run it by name (make sweeps): ./run-in-qemu.sh --kernel "
+			 "unpatched --kernel patched --repeat 1 xfs-rmap-fuzz",
 	.needs_kconfigs = kconfigs,
 	.min_cpus = 1,
 	.timeout = 1200,
