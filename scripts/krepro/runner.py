@@ -1,6 +1,7 @@
 """The run: kernels, guest image, disks, rows decided by sequential runs, and
 run.json written as every guest ends."""
 import datetime
+import hashlib
 import json
 import os
 import signal
@@ -8,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from . import arches, guest, meta as metamod, rates, render, stats
+from . import arches, guest, rates, render, stats
 from .guest import log
 from .paths import SCRIPTS, TOP, build, cache, kernels as kernels_dir, read
 from .reports import bug_reported, decide
@@ -25,10 +26,11 @@ class Undecidable(Exception):
     """The commit cannot be judged (a --tree that does not build)."""
 
 
-def kernels_sh(arch, *args, capture=True, env_extra=None):
+def kernels_sh(arch, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env_extra=None):
+    """scripts/kernels.sh for arch; its output captured unless told not to."""
     env = dict(os.environ, KREPRO_ARCH=arch, **(env_extra or {}))
     return subprocess.run([os.path.join(SCRIPTS, "kernels.sh"), *args], env=env,
-                          capture_output=capture, text=True)
+                          stdout=stdout, stderr=stderr, text=True)
 
 
 def flavour_image(arch, flavour):
@@ -41,6 +43,12 @@ def read_stamp(image):
             return f.read().strip() or None
     except OSError:
         return None
+
+
+def unpatched_build(arch):
+    """The unpatched flavour's build stamp, when it is built: recorded rates
+    are valid for it."""
+    return read_stamp(flavour_image(arch, "unpatched"))
 
 
 def git_commit():
@@ -76,23 +84,20 @@ class Kernel:
 
     def prepare(self):
         """Build what is missing (flavours, trees); the image path."""
-        if self.flavour and os.environ.get("KREPRO_NO_BUILD"):
+        if self.flavour:
             self.image = flavour_image(self.arch, self.flavour)
-            if not os.path.isfile(self.image):
-                raise Undecidable(f"KREPRO_NO_BUILD is set and there is no {self.image}")
-        elif self.flavour:
-            img = flavour_image(self.arch, self.flavour)
-            stale = kernels_sh(self.arch, "stale", self.flavour).stdout.strip()
-            if not os.path.isfile(img) or stale:
+            if os.environ.get("KREPRO_NO_BUILD"):
+                if not os.path.isfile(self.image):
+                    raise Undecidable(f"KREPRO_NO_BUILD is set and there is no {self.image}")
+            elif not os.path.isfile(self.image) or kernels_sh(self.arch, "stale", self.flavour).stdout.strip():
                 log(f"the {self.flavour} kernel is missing or stale: building it first")
-                if kernels_sh(self.arch, "build", self.flavour, capture=False,
+                if kernels_sh(self.arch, "build", self.flavour, stdout=None, stderr=None,
                               env_extra={"KREPRO_DIE_CODE": "125"}).returncode:
                     raise Undecidable(f"building the {self.flavour} kernel failed")
-            self.image = img
         elif self.tree is not None:
-            p = subprocess.run([os.path.join(SCRIPTS, "kernels.sh"), "build-tree", self.tree],
-                               env=dict(os.environ, KREPRO_ARCH=self.arch, KREPRO_DIE_CODE="125"),
-                               stdout=subprocess.PIPE, text=True)
+            # kernels.sh prints the image's path; its progress goes to the terminal.
+            p = kernels_sh(self.arch, "build-tree", self.tree, stderr=None,
+                           env_extra={"KREPRO_DIE_CODE": "125"})
             if p.returncode:
                 raise Undecidable(f"--tree {self.tree} was not built")
             self.image = p.stdout.strip().splitlines()[-1]
@@ -166,14 +171,9 @@ class Run:
             return "fixed"
         return "probe"
 
-    def bug_build(self):
-        """The unpatched flavour's build stamp, when it is built: recorded
-        rates are valid for it."""
-        return read_stamp(flavour_image(self.arch, "unpatched"))
-
     def rate_for(self, repro, role):
         """((fails, runs, source) or None, what the records said)."""
-        build_id = None if role == "probe" else self.bug_build()
+        build_id = None if role == "probe" else unpatched_build(self.arch)
         rec, note = rates.lookup(repro, self.arch, build_id)
         return ((rec["fails"], rec["runs"], note) if rec else None), note
 
@@ -209,7 +209,7 @@ class Run:
                       + ("" if res["outcome"] == "PASS" else f"\n       log: {rundir}/console.log"),
                       file=sys.stderr, flush=True)
             if role == "bug":
-                build_id = self.bug_build()
+                build_id = unpatched_build(self.arch)
                 rates.add_runs(repro, self.arch, build_id, row.fails, row.trials)
             rec = render.row_record(repro, kernel.label, role, row, m, self.o.expect, note)
             self.record["rows"].append(rec)
@@ -260,10 +260,8 @@ class Run:
             with open(path, "wb") as f:
                 f.truncate(mib << 20)
             return path, None
-        patched = Kernel("patched", self.arch)
-        patched.image = flavour_image(self.arch, "patched")  # built before the lock
-        import hashlib
-        h = hashlib.sha256((read_stamp(patched.image) or "").encode())
+        patched = flavour_image(self.arch, "patched")  # built before the lock
+        h = hashlib.sha256((read_stamp(patched) or "").encode())
         with open(os.path.join(build(), "repro", repro), "rb") as f:
             h.update(f.read())
         stamp = h.hexdigest()
@@ -278,7 +276,7 @@ class Run:
         rundir = os.path.join(self.results, "prepare", repro)
         os.makedirs(rundir, exist_ok=True)
         cmdline = guest.kernel_cmdline(self.arch, repro, m.get("cmdline", ""), prepare=True)
-        argv = guest.qemu_argv(self.arch, self.record["accel"], patched.image, self.o.initrd, cmdline,
+        argv = guest.qemu_argv(self.arch, self.record["accel"], patched, self.o.initrd, cmdline,
                                max(2, int(m.get("min_cpus") or 1)), os.path.join(rundir, "ktap.txt"),
                                tmp, prepare=True)
         status, timed_out, secs, _ = guest.boot(argv, rundir, int(m.get("timeout") or 60) + 60)
@@ -362,10 +360,7 @@ def main_run(o):
         log(f"accelerator: {accel}; results: {o.results}")
         disks, prep_errors = {}, {}
         for r in o.repros:
-            try:
-                disks[r], err = run.prepare_disk(r)
-            except Undecidable as e:
-                disks[r], err = None, str(e)
+            disks[r], err = run.prepare_disk(r)
             if err:
                 prep_errors[r] = err
                 log(f"{r}: {err}")
@@ -385,7 +380,7 @@ def record_rates(o):
     """make calibrate: the bug rows just run become the committed records."""
     with open(os.path.join(o.results, "run.json")) as f:
         rec = json.load(f)
-    build_id = read_stamp(flavour_image(o.arch, "unpatched"))
+    build_id = unpatched_build(o.arch)
     for r in o.repros:
         runs = [x for x in rec["runs"] if x["repro"] == r and x["kernel"] == "unpatched"]
         trials = [x for x in runs if x["outcome"] in ("FAIL", "PASS", "OTHER")]
