@@ -19,7 +19,7 @@ REPORTS_TSV = os.path.join(TOP, "repro", "lib", "kernel-reports.tsv")
 # The guest arches krepro builds kernels and guests for (scripts/arches.tsv).
 ARCHES = {"x86_64", "arm"}
 KEYS = {"name": str, "summary": str, "fix": str, "introduced": str, "seed": str,
-        "arches": list, "not_in_matrix": str, "min_cpus": int, "timeout": int,
+        "arches": list, "not_in_matrix": str, "min_cpus": int, "alone": bool, "timeout": int,
         "cmdline": str, "disk_mib": int, "prepare": bool, "kconfig": list, "cases": list,
         "signatures": list}
 # Reproducers without a kernel-patches/<id>/ of their own, and whose series

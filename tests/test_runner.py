@@ -23,6 +23,8 @@ META = {
                                  "frame": "j1939_.*"}]},
     "fake-hang": {"signatures": [{"kind": "HANG", "title": None, "frame": None}]},
     "fake-clean": {"signatures": []},
+    "fake-clean2": {"signatures": []},
+    "fake-race": {"signatures": [], "alone": True},
 }
 
 
@@ -330,6 +332,109 @@ class Runner(unittest.TestCase):
                     start = None
         self.assertEqual(len(spans), 4)
         self.assertTrue(any("waiting for another guest to finish" in o for o in outs))
+
+
+    # --- parallel guests (-j): slots, sequential rows, guests that run alone ---
+    def spans(self):
+        """(start, end, repro) of every guest, from the fake QEMU's log."""
+        open_, out = {}, []
+        with open(self.qlog) as f:
+            for line in f:
+                kind, t, repro = line.split()
+                if kind == "start":
+                    open_.setdefault(repro, []).append(float(t))
+                else:
+                    out.append((open_[repro].pop(0), float(t), repro))
+        return out
+
+    @staticmethod
+    def most_at_once(spans):
+        edges = sorted([(s, 1) for s, _, _ in spans] + [(e, -1) for _, e, _ in spans])
+        most = now = 0
+        for _, d in edges:
+            now += d
+            most = max(most, now)
+        return most
+
+    def test_jobs_fill_the_slots_and_no_more(self):
+        self.set_plan("pass 1.5")
+        t0 = time.monotonic()
+        self.assertEqual(self.run_krepro("-j", "2", "--repeat", "3", "fake-clean", "fake-clean2"), 0, self.out)
+        spans = self.spans()
+        self.assertEqual(len(spans), 6)
+        self.assertEqual(self.most_at_once(spans), 2)
+        # Sequentially this is 6 x 1.5 s of guests.
+        self.assertLess(time.monotonic() - t0, 6 * 1.5)
+        rec = self.record()
+        self.assertEqual(rec["jobs"], 2)
+        self.assertEqual([(r["repro"], r["cell"]) for r in rec["rows"]],
+                         [("fake-clean", "PASS 3/3 (miss unknown: no FAIL rate)"),
+                          ("fake-clean2", "PASS 3/3 (miss unknown: no FAIL rate)")])
+
+    def test_krepro_jobs_sets_the_default_and_is_checked(self):
+        self.set_plan("pass 1")
+        self.env["KREPRO_JOBS"] = "3"
+        self.assertEqual(self.run_krepro("--repeat", "3", "fake-clean"), 0, self.out)
+        self.assertEqual(self.most_at_once(self.spans()), 3)
+        self.env["KREPRO_JOBS"] = "0"
+        self.assertEqual(self.run_krepro("fake-clean"), 128)
+        self.assertIn("KREPRO_JOBS", self.out)
+
+    def test_a_guest_that_needs_the_host_runs_alone(self):
+        self.set_plan("pass 1")
+        self.assertEqual(self.run_krepro("-j", "3", "--repeat", "2", "fake-clean", "fake-race",
+                                         "fake-clean2"), 0, self.out)
+        spans = self.spans()
+        self.assertEqual(len(spans), 6)
+        for s, e, r in spans:
+            if r == "fake-race":
+                others = [x for x in spans if x[2] != "fake-race" and x[0] < e and x[1] > s]
+                self.assertEqual(others, [], "a guest ran beside fake-race")
+        self.assertEqual(self.most_at_once([x for x in spans if x[2] != "fake-race"]), 2)
+
+    def test_a_row_gets_only_the_guests_its_expected_outcome_needs(self):
+        # Recorded 20/20: rate >= 86%, so 3 clean runs bound the miss at 1%.
+        self.record_rate("fake-bug", 20, 20)
+        self.set_plan("pass 1")
+        self.assertEqual(self.run_krepro("-j", "8", "--kernel", "patched", "fake-bug"), 0, self.out)
+        spans = self.spans()
+        self.assertEqual(len(spans), stats.clean_runs_needed(stats.rate_lower(20, 20), 0.01))
+        self.assertEqual(len(spans), 3)
+        self.assertEqual(self.most_at_once(spans), 3)
+
+    def test_bug_row_runs_first_and_one_at_a_time_then_the_fixed_row(self):
+        self.record_rate("fake-bug", 20, 20)
+        self.set_plan("bug-report 1", "pass 1")
+        self.assertEqual(self.run_krepro("-j", "8", "--expect", "--kernel", "unpatched",
+                                         "--kernel", "patched", "fake-bug"), 0, self.out)
+        rec = self.record()
+        self.assertEqual([(r["kernel"], r["outcome"]) for r in rec["runs"]],
+                         [("unpatched", "FAIL")] + [("patched", "PASS")] * 3)
+        spans = sorted(self.spans())
+        # The fixed row waited for its bug row's FAIL, then ran 3 at once.
+        self.assertLessEqual(spans[0][1], min(s for s, _, _ in spans[1:]))
+        self.assertEqual(self.most_at_once(spans[1:]), 3)
+
+    def test_fail_on_a_fixed_row_decides_it_and_guests_still_running_are_kept(self):
+        self.record_rate("fake-bug", 20, 20)
+        self.set_plan("bug-report 0.2", "pass 2", "pass 2")
+        self.assertEqual(self.run_krepro("-j", "3", "--kernel", "patched", "fake-bug"), 1, self.out)
+        rec = self.record()
+        self.assertEqual(rec["rows"][0]["decision"], "FAIL")
+        self.assertEqual(rec["rows"][0]["runs"], 1)
+        late = [r for r in rec["runs"] if r.get("after_decision")]
+        self.assertEqual([r["outcome"] for r in late], ["PASS", "PASS"])
+        self.assertIn("recorded, not counted", self.out)
+
+    def test_two_invocations_share_the_machines_slots(self):
+        self.set_plan("pass 1")
+        procs = [subprocess.Popen([RUN, "-j", "2", "--results", self.results + str(i), "--repeat", "3",
+                                   "fake-clean"], env=self.env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True) for i in range(2)]
+        outs = [p.communicate(timeout=120)[0] for p in procs]
+        self.assertEqual([p.returncode for p in procs], [0, 0], outs)
+        self.assertEqual(len(self.spans()), 6)
+        self.assertEqual(self.most_at_once(self.spans()), 2)
 
 
 if __name__ == "__main__":

@@ -309,6 +309,7 @@ static const struct krepro_test test = {
 	.needs_kconfigs = kconfigs,
 	.signatures = signatures,
 	.min_cpus = 2,
+	.alone = true,
 	.timeout = 90,
 	.cmdline = "vcan.echo=1",
 	.setup = setup,

@@ -566,6 +566,7 @@ static int describe(const struct krepro_test *t, const char *arches)
 	fputs(",\n", stdout);
 	json_member("not_in_matrix", t->not_in_matrix, ",\n");
 	printf("  \"min_cpus\": %u,\n", t->min_cpus ? t->min_cpus : 1);
+	printf("  \"alone\": %s,\n", t->alone ? "true" : "false");
 	printf("  \"timeout\": %u,\n", t->timeout);
 	json_member("cmdline", t->cmdline, ",\n");
 	printf("  \"disk_mib\": %u,\n", t->disk_mib);

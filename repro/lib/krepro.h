@@ -59,6 +59,11 @@ struct krepro_test {
 	const char *const *needs_kconfigs; /* NULL-terminated "CONFIG_X" or "CONFIG_X=v" */
 	const struct krepro_signature *signatures; /* terminated by {NULL} ; NULL: only the reproducer's own evidence */
 	unsigned int min_cpus;
+	/*
+	 * A race whose odds, or a bound whose timing, were measured with the
+	 * guest alone on the host: with parallel guests (-j) it still runs alone.
+	 */
+	bool alone;
 	unsigned int timeout;		/* seconds for the whole run, setup included */
 	const char *cmdline;		/* extra kernel command line the host passes */
 	/*

@@ -99,6 +99,7 @@ static const struct krepro_test test = {
 	.needs_kconfigs = kconfigs,
 	.signatures = signatures,
 	.min_cpus = 2,
+	.alone = true,
 	.timeout = 300,
 	.setup = setup,
 	.cleanup = cleanup,

@@ -4,7 +4,7 @@ import datetime
 import os
 import sys
 
-from . import arches, meta as metamod, render, runner
+from . import arches, guest, meta as metamod, render, runner
 from .paths import TOP
 from .runner import USAGE, UNDECIDED
 
@@ -38,6 +38,10 @@ usage: run-in-qemu.sh [options] <repro>...
                     (for git bisect run: by default OTHER is undecided, 125)
   --timeout SEC     wall-clock limit per guest (default: the reproducer's own limit
                     plus 60 s for boot and power-off under TCG)
+  -j, --jobs N      guests at once (default: $KREPRO_JOBS, else the machine's cores
+                    divided by the 2 vCPUs a guest takes, at least 1). A row gets
+                    another guest only while it is undecided; a race reproducer
+                    that declares it (alone) runs with the host to itself
   --accel A         tcg | kvm | auto (default tcg; auto uses KVM only after a probe
                     boot proves it works, else TCG; arm guests run under TCG only)
   --results DIR     where the run directory goes (default results/<time>)
@@ -107,6 +111,7 @@ def parse(argv):
     p.add_argument("--max-runs", type=positive("--max-runs"), default=20)
     p.add_argument("--repeat", type=positive("--repeat"))
     p.add_argument("--timeout", type=positive("--timeout"))
+    p.add_argument("-j", "--jobs", type=positive("--jobs"))
     p.add_argument("--accel", choices=("tcg", "kvm", "auto"), default="tcg")
     p.add_argument("--results")
     p.add_argument("--expect", action="store_true")
@@ -152,6 +157,15 @@ def main(argv):
         return fail(f"--arch is one of: {' '.join(arches.ARCHES)}")
     if o.report:
         return report(o.report, o.any_report or None)
+    if o.jobs is None:
+        env = os.environ.get("KREPRO_JOBS")
+        if env:
+            try:
+                o.jobs = positive("KREPRO_JOBS")(env)
+            except argparse.ArgumentTypeError as e:
+                return fail(f"KREPRO_JOBS {e}")
+        else:
+            o.jobs = guest.default_jobs()
     if o.miss and o.confidence:
         return fail("--miss and --confidence say the same thing: give one")
     o.miss = o.miss or (1 - o.confidence if o.confidence else 0.01)

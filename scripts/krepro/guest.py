@@ -5,6 +5,7 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 import time
 
 from .arches import ARCHES
@@ -76,13 +77,85 @@ def flocked(name, exclusive, waiting_msg):
         os.close(fd)
 
 
+
+# vCPUs a guest takes (qemu_argv's -smp for every reproducer of today).
+GUEST_CPUS = 2
+
+
+def default_jobs():
+    """Guests this machine holds at once: its cores over a guest's vCPUs."""
+    return max(1, (os.cpu_count() or 1) // GUEST_CPUS)
+
+
+# Live guests, so that an interrupt stops every one of them, whichever thread
+# started it.
+LIVE = set()
+LIVE_LOCK = threading.Lock()
+
+
+def stop_all():
+    with LIVE_LOCK:
+        for p in list(LIVE):
+            p.kill()
+
+
+def slot_name(i):
+    # Slot 0 keeps the name of the old one-guest lock.
+    return "boot.lock" if i == 0 else f"boot.lock.{i}"
+
+
+@contextlib.contextmanager
+def guest_slot(jobs, alone=False):
+    """One of the machine's `jobs` guest slots ($KREPRO_CACHE/boot.lock*),
+    or all of them for a guest that needs the host to itself (a race whose
+    odds change when other guests share the CPUs). Held across invocations:
+    two runs on one machine share its slots."""
+    os.makedirs(cache(), exist_ok=True)
+    fds = [os.open(os.path.join(cache(), slot_name(i)), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+           for i in range(jobs)]
+    held = []
+    try:
+        said = False
+        if alone:
+            # In slot order, as every taker does: no two wait on each other.
+            for fd in fds:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    if not said:
+                        log("waiting for the other guests to finish (this one needs the host "
+                            f"to itself; locks: {os.path.join(cache(), 'boot.lock*')})")
+                        said = True
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                held.append(fd)
+        else:
+            while not held:
+                for fd in fds:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        held.append(fd)
+                        break
+                    except BlockingIOError:
+                        pass
+                else:
+                    if not said:
+                        log("waiting for another guest to finish "
+                            f"(locks: {os.path.join(cache(), 'boot.lock*')})")
+                        said = True
+                    time.sleep(0.2)
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 # How often a running guest's console is read, and how long a guest may go on
 # after the bug's own kernel report: time for the trace and what follows it.
 WATCH_EVERY = 2.0
 AFTER_REPORT = float(os.environ.get("KREPRO_AFTER_REPORT") or 20)
 
 
-def boot(argv, rundir, limit, keep=False, answered=None):
+def boot(argv, rundir, limit, keep=False, answered=None, jobs=1, alone=False):
     """Run one guest to its end or its time limit, its serial console in
     rundir/console.log. answered(console text) says when the run's outcome
     is already known (the bug's own report): the guest is then stopped
@@ -96,9 +169,10 @@ def boot(argv, rundir, limit, keep=False, answered=None):
         argv = argv + ["-chardev", f"file,id=con,path={console}", "-serial", "chardev:con"]
     with open(os.path.join(rundir, "qemu-cmdline"), "w") as f:
         f.write(" ".join(shlex.quote(a) for a in argv) + "\n")
-    # One guest at a time on this machine, whoever started it: TCG guests side
-    # by side stall each other (RCU stall reports) and change a race's odds.
-    with flocked("boot.lock", True, "waiting for another guest to finish"):
+    # No more guests than the machine holds, whoever started them: TCG guests
+    # beyond the cores stall each other (RCU stall reports) and change a
+    # race's odds.
+    with guest_slot(jobs, alone):
         t0 = time.monotonic()
         early = False
         if keep:
@@ -107,6 +181,8 @@ def boot(argv, rundir, limit, keep=False, answered=None):
             with open(os.path.join(rundir, "qemu.log"), "w") as out:
                 p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
+                with LIVE_LOCK:
+                    LIVE.add(p)
                 status, timed_out, known = None, False, None
                 try:
                     while status is None:
@@ -135,6 +211,9 @@ def boot(argv, rundir, limit, keep=False, answered=None):
                     p.kill()
                     p.wait()
                     raise
+                finally:
+                    with LIVE_LOCK:
+                        LIVE.discard(p)
         return status, timed_out, round(time.monotonic() - t0, 1), early
 
 

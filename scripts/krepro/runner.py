@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from . import arches, guest, rates, render, stats
@@ -141,11 +142,26 @@ def check_kconfig(kernel, repros, metas):
             log(f"warning: {kernel.label} lacks {' '.join(missing)}, which {r} needs: it will SKIP")
 
 
+class PlanRow:
+    """A row of the plan and its state while the run decides it."""
+
+    def __init__(self, index, repro, kernel, role):
+        self.index, self.repro, self.kernel, self.role = index, repro, kernel, role
+        self.after = None      # the bug row whose runs give this row its rate
+        self.row = None        # stats.Row, opened when the row may start
+        self.rate = self.note = None
+        self.alone = False
+        self.n = 0             # guests started
+        self.inflight = 0
+        self.done = False
+
+
 class Run:
     """One invocation: the rows it decides and run.json."""
 
     def __init__(self, opts, metas):
         self.o, self.metas = opts, metas
+        self.jobs = opts.jobs
         self.arch = opts.arch
         self.results = opts.results
         self.record = {
@@ -153,7 +169,7 @@ class Run:
             "started": now(), "finished": None, "interrupted": False, "krepro": git_commit(),
             "mode": ({"kind": "fixed", "repeat": opts.repeat} if opts.repeat else
                      {"kind": "sequential", "miss": opts.miss, "cap": opts.max_runs}),
-            "expect": opts.expect, "any_report": opts.any_report,
+            "expect": opts.expect, "any_report": opts.any_report, "jobs": opts.jobs,
             "kernels": [], "runs": [], "rows": [], "prepare": [],
         }
 
@@ -178,45 +194,135 @@ class Run:
         return ((rec["fails"], rec["runs"], note) if rec else None), note
 
     def execute(self, kernels, repros, disks, prep_errors):
-        rows = [(r, k) for r in repros for k in kernels]
+        """Decide every row, up to `jobs` guests at a time. A row gets another
+        guest only while undecided, and no more at once than its expected
+        outcome would still need; a fixed row waits for its bug row, whose
+        runs give it its rate; a guest that needs the host to itself runs
+        alone, in plan order."""
+        plan = [PlanRow(i, r, k, self.role(k)) for i, (r, k) in
+                enumerate(((r, k) for r in repros for k in kernels), 1)]
+        for pr in plan:
+            if pr.role == "fixed":
+                pr.after = next((q for q in plan if q.repro == pr.repro and q.role == "bug"), None)
         self.record["kernels"] = [k.record() for k in kernels]
         self.save()
-        started = time.monotonic()
-        gi = 0
-        for ri, (repro, kernel) in enumerate(rows, 1):
-            role = self.role(kernel)
-            m = self.metas[repro]
-            rate, note = self.rate_for(repro, role)
-            row = stats.Row(role, target=self.o.miss, cap=self.o.max_runs, rate=rate,
-                            repeat=self.o.repeat, any_report=self.o.any_report)
-            if role == "probe" and rate is None and not self.o.repeat:
-                log(f"{repro}: no recorded FAIL rate (make calibrate): a clean verdict "
-                    f"cannot be bounded; runs up to {self.o.max_runs}")
-            n = 0
-            while row.decision is None:
-                n += 1
-                gi += 1
-                rundir = os.path.join(self.results, f"{repro}.{kernel.label}.{n}")
-                el = int(time.monotonic() - started)
-                print(f"[row {ri}/{len(rows)} guest {gi}] {repro:<20} {kernel.label:<10} run {n:<3}"
-                      f" booting ({el // 60}m{el % 60:02d}s elapsed)", file=sys.stderr, flush=True)
-                res = self.one(kernel, repro, n, rundir, disks.get(repro), prep_errors.get(repro))
-                self.record["runs"].append(res)
-                row.add(res["outcome"])
-                self.save()
-                print(f"[row {ri}/{len(rows)} guest {gi}] {repro:<20} {kernel.label:<10} run {n:<3}"
-                      f" {res['outcome']:<6} {res['seconds']:6.1f}s  {res['evidence']}"
-                      + ("" if res["outcome"] == "PASS" else f"\n       log: {rundir}/console.log"),
-                      file=sys.stderr, flush=True)
-            if role == "bug":
-                build_id = unpatched_build(self.arch)
-                rates.add_runs(repro, self.arch, build_id, row.fails, row.trials)
-            rec = render.row_record(repro, kernel.label, role, row, m, self.o.expect, note)
-            self.record["rows"].append(rec)
-            self.save()
-            print(f"=> {repro} on {kernel.label}: {rec['cell']}", file=sys.stderr, flush=True)
+        self.started = time.monotonic()
+        self.guests = 0
+        cond = threading.Condition()
+        running = []          # (PlanRow, thread)
+        errors = []
+
+        def worker(pr, n, gi):
+            try:
+                rundir = os.path.join(self.results, f"{pr.repro}.{pr.kernel.label}.{n}")
+                res = self.one(pr.kernel, pr.repro, n, rundir, disks.get(pr.repro),
+                               prep_errors.get(pr.repro))
+                with cond:
+                    if not self.stopping:
+                        self.finish_guest(pr, n, gi, len(plan), res, rundir)
+            except BaseException as e:  # noqa: B902 -- handed to the main thread
+                with cond:
+                    errors.append(e)
+            finally:
+                with cond:
+                    pr.inflight -= 1
+                    cond.notify_all()
+
+        self.stopping = False
+        try:
+            with cond:
+                while True:
+                    if errors:
+                        raise errors[0]
+                    running = [(pr, t) for pr, t in running if t.is_alive()]
+                    busy = sum(pr.inflight for pr in plan)
+                    alone_busy = any(pr.inflight and pr.alone for pr in plan)
+                    while busy < self.jobs and not alone_busy:
+                        pr = self.next_guest(plan, busy)
+                        if pr is None:
+                            break
+                        pr.n += 1
+                        pr.inflight += 1
+                        self.guests += 1
+                        busy += 1
+                        alone_busy = pr.alone
+                        el = int(time.monotonic() - self.started)
+                        print(f"[row {pr.index}/{len(plan)} guest {self.guests}] {pr.repro:<20} "
+                              f"{pr.kernel.label:<10} run {pr.n:<3} booting ({el // 60}m{el % 60:02d}s elapsed)",
+                              file=sys.stderr, flush=True)
+                        t = threading.Thread(target=worker, args=(pr, pr.n, self.guests), daemon=True)
+                        running.append((pr, t))
+                        t.start()
+                    if all(pr.done for pr in plan) and not busy:
+                        break
+                    cond.wait(timeout=1.0)
+        except BaseException:
+            # Ctrl-C or a kill: stop every guest; what finished stays recorded.
+            with cond:
+                self.stopping = True
+            guest.stop_all()
+            for _, t in running:
+                t.join(timeout=30)
+            raise
         self.record["finished"] = now()
         self.save()
+
+    def next_guest(self, plan, busy):
+        """The first row, in plan order, that may take another guest now."""
+        for pr in plan:
+            if pr.done:
+                continue
+            if pr.row is None:
+                if pr.after is not None and not pr.after.done:
+                    continue
+                self.open_row(pr)
+                if pr.done:
+                    continue
+            if pr.inflight >= pr.row.expected_remaining():
+                continue
+            if pr.alone and busy:
+                # Wait for the machine to empty rather than run anything past it.
+                return None
+            return pr
+        return None
+
+    def open_row(self, pr):
+        m = self.metas[pr.repro]
+        pr.alone = bool(m.get("alone")) and self.jobs > 1
+        pr.rate, pr.note = self.rate_for(pr.repro, pr.role)
+        pr.row = stats.Row(pr.role, target=self.o.miss, cap=self.o.max_runs, rate=pr.rate,
+                           repeat=self.o.repeat, any_report=self.o.any_report)
+        if pr.role == "probe" and pr.rate is None and not self.o.repeat:
+            log(f"{pr.repro}: no recorded FAIL rate (make calibrate): a clean verdict "
+                f"cannot be bounded; runs up to {self.o.max_runs}")
+
+    def finish_guest(self, pr, n, gi, nrows, res, rundir):
+        """A guest ended: record it, and the row when that decides it."""
+        late = pr.row.decision is not None
+        if late:
+            res["after_decision"] = True
+        self.record["runs"].append(res)
+        if not late:
+            pr.row.add(res["outcome"])
+        self.save()
+        print(f"[row {pr.index}/{nrows} guest {gi}] {pr.repro:<20} {pr.kernel.label:<10} run {n:<3}"
+              f" {res['outcome']:<6} {res['seconds']:6.1f}s  {res['evidence']}"
+              + (" (row already decided: recorded, not counted)" if late else "")
+              + ("" if res["outcome"] == "PASS" else f"\n       log: {rundir}/console.log"),
+              file=sys.stderr, flush=True)
+        if late or pr.row.decision is None:
+            return
+        row = pr.row
+        if pr.role == "bug":
+            rates.add_runs(pr.repro, self.arch, unpatched_build(self.arch), row.fails, row.trials)
+        rec = render.row_record(pr.repro, pr.kernel.label, pr.role, row, self.metas[pr.repro],
+                                self.o.expect, pr.note)
+        rec["index"] = pr.index
+        self.record["rows"].append(rec)
+        self.record["rows"].sort(key=lambda r: r.get("index", 0))
+        self.save()
+        pr.done = True
+        print(f"=> {pr.repro} on {pr.kernel.label}: {rec['cell']}", file=sys.stderr, flush=True)
 
     def one(self, kernel, repro, n, rundir, disk, prep_error):
         m = self.metas[repro]
@@ -231,12 +337,13 @@ class Run:
         if prep_error:
             return dict(base, outcome="BROKEN", evidence=prep_error, seconds=0.0, reports=[],
                         exit=None, signature=None, timed_out=False, qemu_status=None)
-        smp = max(2, int(m.get("min_cpus") or 1))
+        smp = max(guest.GUEST_CPUS, int(m.get("min_cpus") or 1))
         cmdline = guest.kernel_cmdline(self.arch, repro, m.get("cmdline", ""), self.o.keep)
         argv = guest.qemu_argv(self.arch, self.record["accel"], kernel.image, self.o.initrd,
                                cmdline, smp, os.path.join(rundir, "ktap.txt"), disk)
         status, timed_out, secs, early = guest.boot(argv, rundir, limit, self.o.keep,
-                                                    answered=lambda c: bug_reported(read(c), m))
+                                                    answered=lambda c: bug_reported(read(c), m),
+                                                    jobs=self.jobs, alone=bool(m.get("alone")))
         res = decide(read(os.path.join(rundir, "console.log")), m,
                      read(os.path.join(rundir, "ktap.txt")), timed_out, status)
         if early:
@@ -279,7 +386,8 @@ class Run:
         argv = guest.qemu_argv(self.arch, self.record["accel"], patched, self.o.initrd, cmdline,
                                max(2, int(m.get("min_cpus") or 1)), os.path.join(rundir, "ktap.txt"),
                                tmp, prepare=True)
-        status, timed_out, secs, _ = guest.boot(argv, rundir, int(m.get("timeout") or 60) + 60)
+        status, timed_out, secs, _ = guest.boot(argv, rundir, int(m.get("timeout") or 60) + 60,
+                                                jobs=self.jobs)
         res = decide(read(os.path.join(rundir, "console.log")), m,
                      read(os.path.join(rundir, "ktap.txt")), timed_out, status)
         self.record["prepare"].append({"repro": repro, "outcome": res["outcome"],

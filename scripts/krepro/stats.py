@@ -5,6 +5,7 @@ Clopper-Pearson, 95%). A clean row on a kernel under test then has missed a
 bug of that rate with probability at most (1 - p_low)^k after k clean runs;
 it stops when that is at or below the target miss probability.
 """
+import copy
 import math
 
 CONFIDENCE = 0.95
@@ -102,6 +103,22 @@ class Row:
         self.outcomes.append(outcome)
         self.decision = self._decide()
         return self.decision
+
+    def expected_remaining(self):
+        """Guests this row still needs if each ends as its role expects (a bug
+        row FAIL, any other PASS): how many may run at once without waste."""
+        if self.decision is not None:
+            return 0
+        if self.repeat:
+            return self.repeat - len(self.outcomes)
+        want = "FAIL" if self.role == "bug" else "PASS"
+        probe = copy.copy(self)
+        probe.outcomes = list(self.outcomes)
+        k = 0
+        while probe.decision is None:
+            probe.add(want)
+            k += 1
+        return k
 
     def _decide(self):
         n = len(self.outcomes)
