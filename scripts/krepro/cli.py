@@ -2,6 +2,7 @@
 import argparse
 import datetime
 import os
+import shutil
 import sys
 
 from . import arches, guest, meta as metamod, render, runner
@@ -42,6 +43,9 @@ usage: run-in-qemu.sh [options] <repro>...
                     divided by the 2 vCPUs a guest takes, at least 1). A row gets
                     another guest only while it is undecided; a race reproducer
                     that declares it (alone) runs with the host to itself
+  --via V           what runs each guest: qemu (default: QEMU started here) or
+                    lava-run (a LAVA job per guest, through Debian's lava-dispatcher
+                    on this machine, no server). Same outcomes, same run.json
   --accel A         tcg | kvm | auto (default tcg; auto uses KVM only after a probe
                     boot proves it works, else TCG; arm guests run under TCG only)
   --results DIR     where the run directory goes (default results/<time>)
@@ -112,6 +116,7 @@ def parse(argv):
     p.add_argument("--repeat", type=positive("--repeat"))
     p.add_argument("--timeout", type=positive("--timeout"))
     p.add_argument("-j", "--jobs", type=positive("--jobs"))
+    p.add_argument("--via", default="qemu")
     p.add_argument("--accel", choices=("tcg", "kvm", "auto"), default="tcg")
     p.add_argument("--results")
     p.add_argument("--expect", action="store_true")
@@ -157,6 +162,13 @@ def main(argv):
         return fail(f"--arch is one of: {' '.join(arches.ARCHES)}")
     if o.report:
         return report(o.report, o.any_report or None)
+    if o.via not in ("qemu", "lava-run"):
+        return fail(f"--via is qemu or lava-run, not '{o.via}'")
+    if o.via != "qemu":
+        if o.keep:
+            return fail("--keep needs a guest on this terminal: --via qemu only")
+        if not shutil.which("lava-run"):
+            return fail("--via lava-run needs lava-run (Debian: apt-get install lava-dispatcher)")
     if o.jobs is None:
         env = os.environ.get("KREPRO_JOBS")
         if env:

@@ -3,6 +3,7 @@ import contextlib
 import fcntl
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -21,11 +22,11 @@ def qemu_binary(arch):
     return os.environ.get("KREPRO_QEMU") or ARCHES[arch]["qemu"]
 
 
-def qemu_argv(arch, accel, image, initrd, cmdline, smp, ktap, disk=None, prepare=False):
-    """The guest's QEMU command line, without the serial console's chardev."""
+def machine_args(arch, accel, smp):
+    """The guest machine: board, CPU, memory, vCPUs, no default devices.
+    The same for a local guest and a LAVA job's."""
     a = ARCHES[arch]
-    virtio = a["virtio"]
-    argv = [qemu_binary(arch)]
+    argv = []
     if a["machine"]:
         argv += ["-M", a["machine"]]
     argv += ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else ["-accel", "tcg", "-cpu", a["cpu"]]
@@ -36,15 +37,24 @@ def qemu_argv(arch, accel, image, initrd, cmdline, smp, ktap, disk=None, prepare
         argv += ["-smp", f"{smp},sockets={smp},cores=1,threads=1"]
     else:
         argv += ["-smp", str(smp)]
-    argv += ["-nodefaults", "-display", "none", "-no-reboot",
-             "-kernel", image, "-initrd", initrd, "-append", cmdline,
-             "-device", f"virtio-serial-{virtio}"]
+    return argv + ["-nodefaults", "-display", "none", "-no-reboot"]
+
+
+def disk_args(arch, disk, prepare=False):
+    # prepare writes the image; a run gets a copy-on-write view of it.
+    opts = f"file={disk},if=none,id=vda,format=raw" + ("" if prepare else ",snapshot=on")
+    return ["-drive", opts, "-device", f"virtio-blk-{ARCHES[arch]['virtio']},drive=vda"]
+
+
+def qemu_argv(arch, accel, image, initrd, cmdline, smp, ktap, disk=None, prepare=False):
+    """The guest's QEMU command line, without the serial console's chardev."""
+    argv = [qemu_binary(arch)] + machine_args(arch, accel, smp)
+    argv += ["-kernel", image, "-initrd", initrd, "-append", cmdline,
+             "-device", f"virtio-serial-{ARCHES[arch]['virtio']}"]
     if ktap:
         argv += ["-chardev", f"file,id=ktap,path={ktap}", "-device", "virtconsole,chardev=ktap"]
     if disk:
-        # prepare writes the image; a run gets a copy-on-write view of it.
-        opts = f"file={disk},if=none,id=vda,format=raw" + ("" if prepare else ",snapshot=on")
-        argv += ["-drive", opts, "-device", f"virtio-blk-{virtio},drive=vda"]
+        argv += disk_args(arch, disk, prepare)
     return argv
 
 
@@ -96,7 +106,7 @@ LIVE_LOCK = threading.Lock()
 def stop_all():
     with LIVE_LOCK:
         for p in list(LIVE):
-            p.kill()
+            kill_group(p)
 
 
 def slot_name(i):
@@ -157,10 +167,8 @@ AFTER_REPORT = float(os.environ.get("KREPRO_AFTER_REPORT") or 20)
 
 def boot(argv, rundir, limit, keep=False, answered=None, jobs=1, alone=False):
     """Run one guest to its end or its time limit, its serial console in
-    rundir/console.log. answered(console text) says when the run's outcome
-    is already known (the bug's own report): the guest is then stopped
-    AFTER_REPORT seconds later instead of at its limit (a kernel that
-    oopsed can leave the reproducer stuck until then).
+    rundir/console.log. answered() says when the run's outcome is already
+    known (the bug's own report): see supervise().
     Returns (qemu status, timed out, seconds, stopped early)."""
     console = os.path.join(rundir, "console.log")
     if keep:
@@ -174,47 +182,67 @@ def boot(argv, rundir, limit, keep=False, answered=None, jobs=1, alone=False):
     # race's odds.
     with guest_slot(jobs, alone):
         t0 = time.monotonic()
-        early = False
         if keep:
-            status, timed_out = subprocess.call(argv), False
-        else:
-            with open(os.path.join(rundir, "qemu.log"), "w") as out:
-                p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
-                with LIVE_LOCK:
-                    LIVE.add(p)
-                status, timed_out, known = None, False, None
-                try:
-                    while status is None:
-                        left = limit - (time.monotonic() - t0)
-                        if left <= 0:
-                            timed_out = True
-                            break
-                        if known is not None and time.monotonic() - known >= AFTER_REPORT:
-                            early = True
-                            break
-                        try:
-                            status = p.wait(timeout=min(WATCH_EVERY, left))
-                        except subprocess.TimeoutExpired:
-                            if answered and known is None and answered(console):
-                                known = time.monotonic()
-                    if status is None:
-                        p.terminate()
-                        try:
-                            p.wait(timeout=5)
-                        except subprocess.TimeoutExpired:
-                            p.kill()
-                            p.wait()
-                        status = p.returncode
-                except BaseException:
-                    # Ctrl-C or a kill: no guest is left behind.
-                    p.kill()
-                    p.wait()
-                    raise
-                finally:
-                    with LIVE_LOCK:
-                        LIVE.discard(p)
+            return subprocess.call(argv), False, round(time.monotonic() - t0, 1), False
+        with open(os.path.join(rundir, "qemu.log"), "w") as out:
+            status, timed_out, early = supervise(argv, out, limit, answered)
         return status, timed_out, round(time.monotonic() - t0, 1), early
+
+
+def kill_group(p):
+    # The process's session: QEMU, or lava-run and the QEMU it started.
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def supervise(argv, out, limit, answered=None, grace=5):
+    """Run argv (a guest, or a runner of one) in a session of its own, its
+    output to the file out, until it ends or `limit` seconds. When
+    answered() says the outcome is known (the bug's own report), it is
+    stopped AFTER_REPORT seconds later instead: a kernel that oopsed can
+    leave the reproducer stuck until the limit. Returns (status, timed
+    out, stopped early)."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, start_new_session=True)
+    with LIVE_LOCK:
+        LIVE.add(p)
+    status, timed_out, early, known = None, False, False, None
+    try:
+        while status is None:
+            left = limit - (time.monotonic() - t0)
+            if left <= 0:
+                timed_out = True
+                break
+            if known is not None and time.monotonic() - known >= AFTER_REPORT:
+                early = True
+                break
+            try:
+                status = p.wait(timeout=min(WATCH_EVERY, left))
+            except subprocess.TimeoutExpired:
+                if answered and known is None and answered():
+                    known = time.monotonic()
+        if status is None:
+            p.terminate()
+            try:
+                p.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                kill_group(p)
+                p.wait()
+            status = p.returncode
+        # Nothing of its session outlives it (lava-run's QEMU).
+        kill_group(p)
+    except BaseException:
+        # Ctrl-C or a kill: no guest is left behind.
+        kill_group(p)
+        p.wait()
+        raise
+    finally:
+        with LIVE_LOCK:
+            LIVE.discard(p)
+    return status, timed_out, early
 
 
 def kvm_works(image, initrd):

@@ -125,7 +125,11 @@ def render(results, any_report=None, quiet=False):
     if not rec.get("finished"):
         md += [f"**PARTIAL**: this run did not finish ({'interrupted' if rec.get('interrupted') else 'killed or still running'}); "
                f"{len(runs)} guest runs were recorded.", ""]
-    md += [f"{rec['arch']}, {rec.get('accel') or '?'}; {how}; krepro {rec.get('krepro', '?')}; "
+    via = rec.get("via") or "qemu"
+    where = "" if via == "qemu" else f", each guest a LAVA job ({via})"
+    if (rec.get("jobs") or 1) > 1:
+        where += f", up to {rec['jobs']} guests at once"
+    md += [f"{rec['arch']}, {rec.get('accel') or '?'}{where}; {how}; krepro {rec.get('krepro', '?')}; "
            f"started {rec['started']}.", "",
            "| reproducer | kernel | verdict | expected | runs | seconds min/median/max | FAIL rate source | evidence | log |",
            "|---|---|---|---|---|---|---|---|---|"]

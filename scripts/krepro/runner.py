@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 
-from . import arches, guest, rates, render, stats
+from . import arches, guest, lava, rates, render, stats
 from .guest import log
 from .paths import SCRIPTS, TOP, build, cache, kernels as kernels_dir, read
 from .reports import bug_reported, decide
@@ -170,6 +170,7 @@ class Run:
             "mode": ({"kind": "fixed", "repeat": opts.repeat} if opts.repeat else
                      {"kind": "sequential", "miss": opts.miss, "cap": opts.max_runs}),
             "expect": opts.expect, "any_report": opts.any_report, "jobs": opts.jobs,
+            "via": opts.via,
             "kernels": [], "runs": [], "rows": [], "prepare": [],
         }
 
@@ -339,11 +340,21 @@ class Run:
                         exit=None, signature=None, timed_out=False, qemu_status=None)
         smp = max(guest.GUEST_CPUS, int(m.get("min_cpus") or 1))
         cmdline = guest.kernel_cmdline(self.arch, repro, m.get("cmdline", ""), self.o.keep)
-        argv = guest.qemu_argv(self.arch, self.record["accel"], kernel.image, self.o.initrd,
-                               cmdline, smp, os.path.join(rundir, "ktap.txt"), disk)
-        status, timed_out, secs, early = guest.boot(argv, rundir, limit, self.o.keep,
-                                                    answered=lambda c: bug_reported(read(c), m),
-                                                    jobs=self.jobs, alone=bool(m.get("alone")))
+        via = {"via": self.o.via}
+        if self.o.via == "qemu":
+            argv = guest.qemu_argv(self.arch, self.record["accel"], kernel.image, self.o.initrd,
+                                   cmdline, smp, os.path.join(rundir, "ktap.txt"), disk)
+            status, timed_out, secs, early = guest.boot(
+                argv, rundir, limit, self.o.keep,
+                answered=lambda: bug_reported(read(os.path.join(rundir, "console.log")), m),
+                jobs=self.jobs, alone=bool(m.get("alone")))
+        else:
+            job = lava.job_definition(self.arch, f"krepro {repro} on {kernel.label} run {n}",
+                                      lava.file_url(kernel.image), lava.file_url(self.o.initrd),
+                                      cmdline, limit, disk and lava.file_url(disk), smp)
+            status, timed_out, secs, early, via = lava.run_local(
+                self.arch, self.record["accel"], smp, job, rundir, limit,
+                answered=lambda con: bug_reported(con, m), jobs=self.jobs, alone=bool(m.get("alone")))
         res = decide(read(os.path.join(rundir, "console.log")), m,
                      read(os.path.join(rundir, "ktap.txt")), timed_out, status)
         if early:
@@ -351,7 +362,8 @@ class Run:
         title = next((r["title"] for r in res["reports"] if r.get("line", 0) >= (res["mark_line"] or 1 << 30)), None)
         return dict(base, outcome=res["outcome"], evidence=res["evidence"], seconds=secs,
                     signature=res["signature"], report_title=title, reports=res["reports"][:20],
-                    exit=res["exit"], timed_out=timed_out, stopped_early=early, qemu_status=status)
+                    exit=res["exit"], timed_out=timed_out, stopped_early=early, qemu_status=status,
+                    **via)
 
     def prepare_disk(self, repro):
         """A reproducer's disk: a blank one for the run, or one written once by

@@ -1,0 +1,255 @@
+"""A guest as a LAVA job: the job definition, the device configuration for
+lava-run on this machine, and the serial console read back from LAVA's log.
+
+LAVA reads only the serial console. The job boots the guest without the
+virtio console, so the guest's init sends the reproducer's KTAP there too
+(guest-image/init), and the host splits the log back into console.log and
+ktap.txt: the same two files a local guest leaves, judged by the same code.
+"""
+import json
+import os
+import re
+import shlex
+import time
+
+from .arches import ARCHES
+from . import guest
+from .paths import read
+
+# What krepro's guest init prints (guest-image/init): LAVA's boot action
+# ends at the first, its test action's monitor reads the others.
+STARTED = "krepro-init: started"
+RUNNING = "krepro-init: running"
+DONE = "krepro-init: done"
+RESULT = r"krepro-init: result name=(?P<test_case_id>\S+) exit=(?P<result>\d+)"
+# The harness's exit codes (repro/lib/krepro.h) as LAVA results.
+FIXUP = {"0": "pass", "1": "fail", "2": "unknown", "4": "skip"}
+
+# LAVA's own architecture names for its qemu device type.
+LAVA_ARCH = {"x86_64": "amd64", "arm": "arm"}
+
+
+def yaml():
+    try:
+        import yaml as y
+    except ImportError:
+        raise RuntimeError("LAVA jobs need PyYAML (Debian: python3-yaml; lava-dispatcher "
+                           "and lavacli bring it)")
+    return y
+
+
+def dump(data, path):
+    with open(path, "w") as f:
+        yaml().safe_dump(data, f, sort_keys=False, width=1000)
+
+
+def device_config(arch, smp, accel="tcg"):
+    """LAVA's qemu device type, rendered for krepro's guest machine: what a
+    lab's device dictionary and job context produce server-side, written out
+    for lava-run, which has no server to render templates."""
+    # The serial console on QEMU's stdout is how LAVA talks to the guest.
+    options = guest.machine_args(arch, accel, smp) + ["-serial", "stdio"]
+    return {
+        "device_type": "qemu",
+        "constants": {
+            "posix": {"lava_test_sh_cmd": "/bin/sh", "lava_test_results_dir": "/lava-%s",
+                      "lava_test_shell_file": "~/.bashrc"},
+            "shutdown-message": "The system is going down for reboot NOW",
+            "kernel-start-message": "Linux version [0-9]",
+            "default-shell-prompt": "lava-test: # ",
+            "spawn_maxread": "4092",
+            # No retries: a guest that failed to boot is an outcome krepro
+            # counts (BROKEN), not something to try again behind its back.
+            "failure_retry": 1,
+            "boot_retry": 1,
+        },
+        "parameters": {"pass": None},
+        "available_architectures": [LAVA_ARCH[arch]],
+        "actions": {
+            "deploy": {"connections": {"serial": None}, "methods": {"image": {"parameters": None}}},
+            "boot": {"connections": {"serial": None},
+                     "methods": {"qemu": {"parameters": {
+                         "command": ARCHES[arch]["qemu"],
+                         # One string an option, as the device template writes them.
+                         "options": [" ".join(shlex.quote(a) for a in pair) for pair in pairs(options)],
+                     }}}},
+        },
+        "timeouts": {"actions": {"boot-qemu-image": {"minutes": 2}},
+                     "connections": {}},
+    }
+
+
+def pairs(argv):
+    """["-m", "1G", "-nodefaults", ...] -> [["-m", "1G"], ["-nodefaults"], ...]"""
+    out = []
+    for a in argv:
+        if a.startswith("-") or not out:
+            out.append([a])
+        else:
+            out[-1].append(a)
+    return out
+
+
+def file_url(path):
+    return "file://" + os.path.realpath(path)
+
+
+def job_definition(arch, name, kernel_url, initrd_url, cmdline, limit, disk_url=None, smp=2):
+    """One guest run as a LAVA job (device type qemu, deploy to tmpfs)."""
+    images = {
+        "kernel": {"url": kernel_url,
+                   "image_arg": f"-kernel {{kernel}} -append {shlex.quote(cmdline)}"},
+        "initrd": {"url": initrd_url, "image_arg": "-initrd {initrd}"},
+    }
+    if disk_url:
+        images["disk"] = {"url": disk_url,
+                          "image_arg": " ".join(guest.disk_args(arch, "{disk}"))}
+    # LAVA's time for the whole test: the reproducer's limit; boot and
+    # download on top.
+    return {
+        "device_type": "qemu",
+        "job_name": name,
+        "timeouts": {"job": {"seconds": limit + 180}, "action": {"seconds": limit + 60},
+                     "connection": {"minutes": 2}},
+        "priority": "medium",
+        "visibility": "public",
+        # Read by a lab's qemu template (lava-server); lava-run takes the
+        # rendered device configuration instead.
+        "context": {"arch": LAVA_ARCH[arch], "cpus": smp, "memory": 1024, "no_kvm": True,
+                    "machine": ARCHES[arch]["machine"] or None, "cpu": ARCHES[arch]["cpu"],
+                    "guestfs_interface": "virtio", "netdevice": "user"},
+        "actions": [
+            {"deploy": {"to": "tmpfs", "timeout": {"minutes": 2}, "images": images}},
+            {"boot": {"method": "qemu", "media": "tmpfs", "timeout": {"minutes": 3},
+                      "prompts": [STARTED]}},
+            {"test": {"timeout": {"seconds": limit},
+                      "monitors": [{"name": "krepro", "start": RUNNING, "end": DONE,
+                                    "pattern": RESULT, "fixupdict": FIXUP}]}},
+        ],
+    }
+
+
+# --- reading LAVA's log back ---
+
+# A kernel line on the serial console: "[   12.345678] ..." (CONFIG_PRINTK_TIME).
+PRINTK = re.compile(r"^\[\s*\d+\.\d+\] ")
+
+
+def log_entries(text):
+    """A LAVA job log's entries: lava-run prints one JSON object a line,
+    a server's raw log (`lavacli jobs logs --raw`) is a YAML list of the
+    same objects, one a line."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("- "):
+            line = line[2:]
+        if not line.startswith("{"):
+            continue
+        try:
+            e = json.loads(line)
+        except ValueError:
+            try:
+                e = yaml().safe_load(line)
+            except yaml().YAMLError:
+                continue
+        if isinstance(e, dict):
+            out.append(e)
+    return out
+
+
+def target_lines(entries):
+    """The serial console's lines: entries of level "target". LAVA escapes
+    every double quote in them (lava_dispatcher/shell.py): undone here."""
+    return [e["msg"].replace('\\"', '"') for e in entries
+            if e.get("lvl") == "target" and isinstance(e.get("msg"), str)]
+
+
+def lava_results(entries):
+    """LAVA's own results, {definition/case: result}: its job result, its
+    kernel-messages check, and the monitor's result for the reproducer."""
+    return {f"{e['msg'].get('definition')}/{e['msg'].get('case')}": e["msg"].get("result")
+            for e in entries if e.get("lvl") == "results" and isinstance(e.get("msg"), dict)}
+
+
+def split_console(lines):
+    """(console.log, ktap.txt) texts from the serial lines. Kernel lines and
+    the init's own go to the console; what the reproducer printed (its KTAP
+    and diagnostics) to ktap.txt. QEMU and firmware lines before the kernel
+    are console."""
+    con, ktap = [], []
+    started = False
+    for l in lines:
+        if PRINTK.match(l) or "krepro-init:" in l:
+            started = started or STARTED in l
+            con.append(l)
+        elif started:
+            ktap.append(l)
+        else:
+            con.append(l)
+    return "".join(x + "\n" for x in con), "".join(x + "\n" for x in ktap)
+
+
+# --- running one guest as a LAVA job ---
+
+def timed_out(entries):
+    """LAVA stopped the job at a timeout (the test monitor's, the boot's or
+    the job's): krepro's HANG."""
+    for e in entries:
+        msg = e.get("msg")
+        text = msg.get("error_msg", "") if isinstance(msg, dict) else msg
+        if e.get("lvl") in ("error", "results") and isinstance(text, str) and "timed out" in text:
+            return True
+    return False
+
+
+def read_back(text, rundir):
+    """Write console.log and ktap.txt from a job's log; LAVA's results."""
+    entries = log_entries(text)
+    con, ktap = split_console(target_lines(entries))
+    for name, data in (("console.log", con), ("ktap.txt", ktap)):
+        with open(os.path.join(rundir, name), "w") as f:
+            f.write(data)
+    return entries
+
+
+def console_text(log_path):
+    return split_console(target_lines(log_entries(read(log_path))))[0]
+
+
+def job_id():
+    # lava-run keeps its files in /var/lib/lava/dispatcher/tmp/<job id>:
+    # one of its own per guest, also beside another invocation's.
+    job_id.n += 1
+    return f"{os.getpid()}{job_id.n:05d}"
+
+
+job_id.n = 0
+
+
+def run_local(arch, accel, smp, job, rundir, limit, answered=None, jobs=1, alone=False):
+    """One job through lava-run on this machine, in a guest slot of its own.
+    Returns (lava-run status, timed out, seconds, stopped early, record)."""
+    d = os.path.join(rundir, "lava")
+    os.makedirs(d, exist_ok=True)
+    dump(device_config(arch, smp, accel), os.path.join(d, "device.yaml"))
+    dump(job, os.path.join(d, "job.yaml"))
+    log = os.path.join(d, "lava-run.log")
+    argv = ["lava-run", "--job-id", job_id(), "--output-dir", os.path.join(d, "output"),
+            "--device", os.path.join(d, "device.yaml"), os.path.join(d, "job.yaml")]
+    with open(os.path.join(d, "command"), "w") as f:
+        f.write(" ".join(shlex.quote(a) for a in argv) + "\n")
+    with guest.guest_slot(jobs, alone):
+        t0 = time.monotonic()
+        with open(log, "w") as out:
+            # LAVA has its own timeouts (the job's); krepro's limit is the
+            # backstop, with time for LAVA's own steps.
+            status, krepro_timeout, early = guest.supervise(
+                argv, out, job["timeouts"]["job"]["seconds"] + 60,
+                answered=(lambda: answered(console_text(log))) if answered else None, grace=20)
+        secs = round(time.monotonic() - t0, 1)
+    entries = read_back(read(log), rundir)
+    rec = {"via": "lava-run", "job": os.path.relpath(os.path.join(d, "job.yaml"), os.path.dirname(rundir)),
+           "lava_log": os.path.relpath(log, os.path.dirname(rundir)), "lava_results": lava_results(entries)}
+    return status, krepro_timeout or timed_out(entries), secs, early, rec
+
