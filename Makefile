@@ -36,13 +36,17 @@ CMAKE_STAMP := $(BUILD)/CMakeCache.txt
 ARM_BUILD := $(BUILD)/arm
 ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
 
-.PHONY: all deps build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report clean
+.PHONY: all deps lava-deps lava-check lava-compare build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report clean
 
 all: build
 
 # Host packages every target below needs; apt-get only when one is missing.
 deps:
 	@scripts/deps.sh
+
+# LAVA's dispatcher (lava-run) and lavacli: --via lava-run, lava-check.
+lava-deps:
+	@scripts/deps.sh lava
 
 $(CMAKE_STAMP): CMakeLists.txt
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE= >/dev/null
@@ -101,10 +105,24 @@ sweeps: kernels guest
 
 # check-patches first: it fetches the kernel tree the patch-error unit test uses.
 # The matrix is the sequential one of repro-all, every row decided at MISS.
-test: deps
+test: deps lava-deps
 	@$(MAKE) --no-print-directory check-patches
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory repro-all
+	@$(MAKE) --no-print-directory lava-check
+
+# One reproducer per arch, on both kernels, run directly and as LAVA jobs
+# through lava-run: the outcomes must agree (the table gives both times).
+# lava-compare does it for every matrix row.
+LAVA_CHECK ?= bpf-percpu-reuse
+LAVA_CHECK_ARM ?= arm-kprobe-fortify
+lava-check: lava-deps kernels guest guest-arm
+	@tests/lava-vs-qemu.py --arch x86_64 $(LAVA_CHECK)
+	@tests/lava-vs-qemu.py --arch arm $(LAVA_CHECK_ARM)
+
+lava-compare: lava-deps kernels guest guest-arm
+	@tests/lava-vs-qemu.py --arch x86_64
+	@tests/lava-vs-qemu.py --arch arm
 
 # The gate decides both kernels' rows sequentially unless REPEAT is given.
 BASE ?= patched

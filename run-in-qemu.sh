@@ -5,8 +5,12 @@
 #
 #   git bisect run /path/to/run-in-qemu.sh --tree . <repro>
 TOP=$(cd "$(dirname "$0")" && pwd)
-if ! command -v python3 >/dev/null; then
+# Debian's interpreter, where the packages deps.sh installs (python3-yaml,
+# LAVA's) are; another python3 on PATH may not see them.
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3) || {
 	. "$TOP/scripts/common.sh"
 	KREPRO_DIE_CODE=128 need_pkgs python3
-fi
-PYTHONPATH="$TOP/scripts${PYTHONPATH:+:$PYTHONPATH}" exec python3 -m krepro run "$@"
+	PY=/usr/bin/python3
+}
+PYTHONPATH="$TOP/scripts${PYTHONPATH:+:$PYTHONPATH}" exec "$PY" -m krepro run "$@"

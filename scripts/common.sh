@@ -35,10 +35,12 @@ need_pkgs() {
 		die "missing packages: ${missing[*]} (run: sudo apt-get install ${missing[*]})"
 	fi
 	log "installing ${missing[*]}"
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+	local rec=--no-install-recommends
+	[ -n "${KREPRO_APT_RECOMMENDS:-}" ] && rec=
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y $rec \
 		"${missing[@]}" >"$KREPRO_CACHE/apt.log" 2>&1; then
 		apt-get update >>"$KREPRO_CACHE/apt.log" 2>&1
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y $rec \
 			"${missing[@]}" >>"$KREPRO_CACHE/apt.log" 2>&1 ||
 			die "apt-get install ${missing[*]} failed; see $KREPRO_CACHE/apt.log"
 	fi

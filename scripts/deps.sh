@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # Install the Debian packages krepro needs on the host (only the missing ones).
+#   deps.sh        what building and running the reproducers needs
+#   deps.sh lava   LAVA's dispatcher (lava-run) and lavacli, for --via lava-*
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
+if [ "${1:-}" = lava ]; then
+	# As Debian ships it, recommends included: the install lava-run was
+	# proven with (about 270 packages, among them libguestfs and a kernel
+	# image its guestfs support wants).
+	KREPRO_APT_RECOMMENDS=1 need_pkgs lava-dispatcher lavacli python3-yaml
+	exit 0
+fi
 need_pkgs \
-	build-essential cmake pkg-config git xz-utils python3 \
+	build-essential cmake pkg-config git xz-utils python3 python3-yaml \
 	linux-source-6.1 bc bison flex libelf-dev libssl-dev ccache cpio kmod \
 	qemu-system-x86 busybox-static \
 	liburing-dev zlib1g-dev xfslibs-dev libbpf-dev libmnl-dev libnftnl-dev \

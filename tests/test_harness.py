@@ -141,9 +141,10 @@ class Harness(unittest.TestCase):
     def test_describe(self):
         meta = self.describe(FAKE_REAL)
         self.assertEqual(set(meta), {"name", "summary", "fix", "introduced", "seed", "arches",
-                                     "not_in_matrix", "min_cpus", "timeout", "cmdline",
+                                     "not_in_matrix", "min_cpus", "alone", "timeout", "cmdline",
                                      "disk_mib", "prepare", "kconfig", "cases", "signatures"})
         self.assertEqual(meta["name"], "fake-repro")
+        self.assertIs(meta["alone"], False)
         self.assertEqual(meta["fix"], '0123456789ab ("fake: fix")')
         self.assertEqual(meta["introduced"], 'ba9876543210 ("fake: break")')
         self.assertEqual(meta["timeout"], 10)

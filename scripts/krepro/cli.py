@@ -43,9 +43,13 @@ usage: run-in-qemu.sh [options] <repro>...
                     divided by the 2 vCPUs a guest takes, at least 1). A row gets
                     another guest only while it is undecided; a race reproducer
                     that declares it (alone) runs with the host to itself
-  --via V           what runs each guest: qemu (default: QEMU started here) or
+  --via V           what runs each guest: qemu (default: QEMU started here),
                     lava-run (a LAVA job per guest, through Debian's lava-dispatcher
-                    on this machine, no server). Same outcomes, same run.json
+                    on this machine, no server), or lava:ID (a LAVA job per guest
+                    submitted with lavacli's identity ID to its lab; needs
+                    --artifacts). Same outcomes, same run.json; -j N jobs at once
+  --artifacts DIR=URL  with --via lava:ID: kernels, guest image and disks are copied
+                    into DIR, which the lab downloads from as URL
   --accel A         tcg | kvm | auto (default tcg; auto uses KVM only after a probe
                     boot proves it works, else TCG; arm guests run under TCG only)
   --results DIR     where the run directory goes (default results/<time>)
@@ -117,6 +121,7 @@ def parse(argv):
     p.add_argument("--timeout", type=positive("--timeout"))
     p.add_argument("-j", "--jobs", type=positive("--jobs"))
     p.add_argument("--via", default="qemu")
+    p.add_argument("--artifacts")
     p.add_argument("--accel", choices=("tcg", "kvm", "auto"), default="tcg")
     p.add_argument("--results")
     p.add_argument("--expect", action="store_true")
@@ -162,13 +167,22 @@ def main(argv):
         return fail(f"--arch is one of: {' '.join(arches.ARCHES)}")
     if o.report:
         return report(o.report, o.any_report or None)
-    if o.via not in ("qemu", "lava-run"):
-        return fail(f"--via is qemu or lava-run, not '{o.via}'")
-    if o.via != "qemu":
-        if o.keep:
-            return fail("--keep needs a guest on this terminal: --via qemu only")
-        if not shutil.which("lava-run"):
-            return fail("--via lava-run needs lava-run (Debian: apt-get install lava-dispatcher)")
+    if o.via not in ("qemu", "lava-run") and not (o.via.startswith("lava:") and len(o.via) > 5):
+        return fail(f"--via is qemu, lava-run or lava:IDENTITY, not '{o.via}'")
+    if o.via != "qemu" and o.keep:
+        return fail("--keep needs a guest on this terminal: --via qemu only")
+    tool = {"lava-run": ("lava-run", "lava-dispatcher")}.get(o.via) or (
+        ("lavacli", "lavacli") if o.via.startswith("lava:") else None)
+    if tool and not shutil.which(tool[0]):
+        return fail(f"--via {o.via} needs {tool[0]} (Debian: apt-get install {tool[1]})")
+    if o.via.startswith("lava:"):
+        d, sep, url = (o.artifacts or "").partition("=")
+        if not sep or not os.path.isdir(d) or not url:
+            return fail("--via lava:ID needs --artifacts DIR=URL: a directory of yours that "
+                        "the lab downloads from as URL")
+        o.artifacts = (d, url)
+    elif o.artifacts:
+        return fail("--artifacts is for --via lava:ID")
     if o.jobs is None:
         env = os.environ.get("KREPRO_JOBS")
         if env:

@@ -6,10 +6,13 @@ virtio console, so the guest's init sends the reproducer's KTAP there too
 (guest-image/init), and the host splits the log back into console.log and
 ktap.txt: the same two files a local guest leaves, judged by the same code.
 """
+import hashlib
 import json
 import os
 import re
 import shlex
+import shutil
+import subprocess
 import time
 
 from .arches import ARCHES
@@ -90,6 +93,23 @@ def pairs(argv):
     return out
 
 
+def lab_context(arch, smp):
+    """The job context a lab's qemu device template (lava-server's
+    qemu.jinja2) reads: the same machine as a local guest. The template
+    adds -nographic, a user-mode NIC and -monitor none; an ARM board and
+    CPU come from machine/cpu, the rest from extra_options."""
+    a = ARCHES[arch]
+    ctx = {"arch": LAVA_ARCH[arch], "memory": 1024, "no_kvm": True}
+    smp_arg = f"-smp {smp},sockets={smp},cores=1,threads=1" if arch == "x86_64" else f"-smp {smp}"
+    extra = [smp_arg, "-no-reboot"]
+    if arch == "x86_64":
+        extra.insert(0, f"-cpu {a['cpu']}")
+    else:
+        ctx.update(machine=a["machine"], cpu=a["cpu"])
+    ctx["extra_options"] = extra
+    return ctx
+
+
 def file_url(path):
     return "file://" + os.path.realpath(path)
 
@@ -115,9 +135,7 @@ def job_definition(arch, name, kernel_url, initrd_url, cmdline, limit, disk_url=
         "visibility": "public",
         # Read by a lab's qemu template (lava-server); lava-run takes the
         # rendered device configuration instead.
-        "context": {"arch": LAVA_ARCH[arch], "cpus": smp, "memory": 1024, "no_kvm": True,
-                    "machine": ARCHES[arch]["machine"] or None, "cpu": ARCHES[arch]["cpu"],
-                    "guestfs_interface": "virtio", "netdevice": "user"},
+        "context": lab_context(arch, smp),
         "actions": [
             {"deploy": {"to": "tmpfs", "timeout": {"minutes": 2}, "images": images}},
             {"boot": {"method": "qemu", "media": "tmpfs", "timeout": {"minutes": 3},
@@ -253,3 +271,62 @@ def run_local(arch, accel, smp, job, rundir, limit, answered=None, jobs=1, alone
            "lava_log": os.path.relpath(log, os.path.dirname(rundir)), "lava_results": lava_results(entries)}
     return status, krepro_timeout or timed_out(entries), secs, early, rec
 
+
+
+# --- a LAVA lab: lavacli against a server (not testable here: no server) ---
+
+class LabError(Exception):
+    pass
+
+
+def publish(path, artifacts):
+    """A file where the lab can download it: copied into the directory the
+    user serves (artifacts = (dir, base url)), named by its content."""
+    directory, base = artifacts
+    with open(path, "rb") as f:
+        digest = hashlib.sha256()
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    name = f"{digest.hexdigest()[:16]}-{os.path.basename(path)}"
+    dest = os.path.join(directory, name)
+    if not os.path.exists(dest):
+        shutil.copyfile(path, dest + ".tmp")
+        os.replace(dest + ".tmp", dest)
+    return base.rstrip("/") + "/" + name
+
+
+def run_lab(identity, job, rundir, answered=None):
+    """Submit one job with lavacli, follow its log to the end, read it back.
+    Returns (0 when LAVA says Complete, timed out, seconds, stopped early,
+    record)."""
+    d = os.path.join(rundir, "lava")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "job.yaml")
+    dump(job, path)
+    cli = ["lavacli", "-i", identity, "jobs"]
+    p = subprocess.run(cli + ["submit", path], capture_output=True, text=True)
+    words = p.stdout.split()
+    if p.returncode or not words or not words[-1].isdigit():
+        raise LabError(f"lavacli jobs submit: {(p.stdout + p.stderr).strip() or p.returncode}")
+    jid = words[-1]
+    log = os.path.join(d, "lava-job.log")
+    t0 = time.monotonic()
+    try:
+        with open(log, "w") as out:
+            # Queueing at the lab counts too: a day at most.
+            _, _, early = guest.supervise(
+                cli + ["logs", "--raw", jid], out, 24 * 3600,
+                answered=(lambda: answered(console_text(log))) if answered else None)
+    except BaseException:
+        subprocess.run(cli + ["cancel", jid], capture_output=True)
+        raise
+    if early:
+        subprocess.run(cli + ["cancel", jid], capture_output=True)
+    secs = round(time.monotonic() - t0, 1)
+    show = subprocess.run(cli + ["show", jid, "--yaml"], capture_output=True, text=True)
+    health = (yaml().safe_load(show.stdout) or {}).get("health") if show.returncode == 0 else None
+    entries = read_back(read(log), rundir)
+    rec = {"via": f"lava:{identity}", "lava_job": jid, "lava_health": health,
+           "job": os.path.relpath(path, os.path.dirname(rundir)),
+           "lava_log": os.path.relpath(log, os.path.dirname(rundir)), "lava_results": lava_results(entries)}
+    return (0 if health == "Complete" else 1), timed_out(entries), secs, early, rec

@@ -349,12 +349,24 @@ class Run:
                 answered=lambda: bug_reported(read(os.path.join(rundir, "console.log")), m),
                 jobs=self.jobs, alone=bool(m.get("alone")))
         else:
+            local = self.o.via == "lava-run"
+            url = lava.file_url if local else (lambda f: lava.publish(f, self.o.artifacts))
             job = lava.job_definition(self.arch, f"krepro {repro} on {kernel.label} run {n}",
-                                      lava.file_url(kernel.image), lava.file_url(self.o.initrd),
-                                      cmdline, limit, disk and lava.file_url(disk), smp)
-            status, timed_out, secs, early, via = lava.run_local(
-                self.arch, self.record["accel"], smp, job, rundir, limit,
-                answered=lambda con: bug_reported(con, m), jobs=self.jobs, alone=bool(m.get("alone")))
+                                      url(kernel.image), url(self.o.initrd), cmdline, limit,
+                                      disk and url(disk), smp)
+            if local:
+                status, timed_out, secs, early, via = lava.run_local(
+                    self.arch, self.record["accel"], smp, job, rundir, limit,
+                    answered=lambda con: bug_reported(con, m), jobs=self.jobs,
+                    alone=bool(m.get("alone")))
+            else:
+                try:
+                    status, timed_out, secs, early, via = lava.run_lab(
+                        self.o.via[5:], job, rundir, answered=lambda con: bug_reported(con, m))
+                except lava.LabError as e:
+                    return dict(base, outcome="BROKEN", evidence=f"the lab did not take the job: {e}",
+                                seconds=0.0, reports=[], exit=None, signature=None, timed_out=False,
+                                qemu_status=None, via=self.o.via)
         res = decide(read(os.path.join(rundir, "console.log")), m,
                      read(os.path.join(rundir, "ktap.txt")), timed_out, status)
         if early:

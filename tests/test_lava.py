@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""krepro's LAVA jobs: the job and device configuration it generates (checked
+against LAVA's own schema when lava-dispatcher is installed) and the reading
+back of a job's log into console.log and ktap.txt. The log in tests/lava/ is
+a real lava-run log of bpf-percpu-reuse on the unpatched kernel, trimmed of
+most boot lines. Boots nothing."""
+import os
+import re
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+from krepro import guest, lava, reports  # noqa: E402
+
+LOG = os.path.join(HERE, "lava", "bpf-unpatched.lava-run.log")
+BPF = {"name": "bpf-percpu-reuse", "cases": ["percpu_hash", "lru_percpu_hash"], "signatures": []}
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+class ReadBack(unittest.TestCase):
+    def setUp(self):
+        self.entries = lava.log_entries(read(LOG))
+
+    def test_every_entry_parses_even_lavas_yaml_tags(self):
+        # LAVA's dumper writes `"size": ! "7603200"`: YAML, not JSON.
+        lines = [l for l in read(LOG).splitlines() if l.strip()]
+        self.assertEqual(len(self.entries), len(lines))
+        self.assertTrue(any("! \"" in l for l in lines))
+
+    def test_quotes_lava_escaped_are_restored(self):
+        fix = next(l for l in lava.target_lines(self.entries) if l.startswith("# fix:"))
+        self.assertIn('("bpf: Zero-fill re-used per-cpu map element")', fix)
+
+    def test_split_gives_the_two_files_of_a_local_guest(self):
+        con, ktap = lava.split_console(lava.target_lines(self.entries))
+        self.assertIn("krepro-init: result name=bpf-percpu-reuse exit=1", con)
+        self.assertIn("Linux version 6.1", con)
+        self.assertNotIn("KTAP version 1", con)
+        self.assertTrue(ktap.startswith("KTAP version 1\n"))
+        self.assertIn("not ok 1 percpu_hash # FAIL", ktap)
+        self.assertNotIn("krepro-init", ktap)
+
+    def test_same_outcome_as_a_local_guest(self):
+        con, ktap = lava.split_console(lava.target_lines(self.entries))
+        res = reports.decide(con, BPF, ktap)
+        self.assertEqual(res["outcome"], "FAIL")
+        self.assertIn("percpu_hash: FAIL: new element 2 has stale values", res["evidence"])
+
+    def test_lavas_own_results(self):
+        r = lava.lava_results(self.entries)
+        self.assertEqual(r["krepro/bpf_percpu_reuse"], "fail")
+        self.assertEqual(r["lava/job"], "pass")
+        self.assertFalse(lava.timed_out(self.entries))
+
+    def test_a_servers_raw_log_reads_the_same(self):
+        # `lavacli jobs logs --raw`: a YAML list of the same objects.
+        raw = "".join(f"- {l}\n" for l in read(LOG).splitlines() if l.strip())
+        self.assertEqual(lava.log_entries(raw), self.entries)
+
+    def test_read_back_writes_the_files(self):
+        with tempfile.TemporaryDirectory() as d:
+            lava.read_back(read(LOG), d)
+            self.assertIn("krepro-init: done", read(os.path.join(d, "console.log")))
+            self.assertIn("# Totals: pass:0 fail:2", read(os.path.join(d, "ktap.txt")))
+
+    def test_a_timeout_is_a_hang(self):
+        # The shape LAVA gives a monitor that never saw its end (job error).
+        entries = [{"lvl": "error", "msg": "lava-test-monitor timed out after 120 seconds"}]
+        self.assertTrue(lava.timed_out(entries))
+        entries = [{"lvl": "results", "msg": {"case": "job", "definition": "lava", "result": "fail",
+                                              "error_msg": "lava-test-monitor timed out after 120 seconds"}}]
+        self.assertTrue(lava.timed_out(entries))
+
+
+class Definitions(unittest.TestCase):
+    def job(self, arch="x86_64", disk=None):
+        cmdline = guest.kernel_cmdline(arch, "bpf-percpu-reuse")
+        return lava.job_definition(arch, "krepro bpf-percpu-reuse on unpatched run 1",
+                                   "file:///k/bzImage", "file:///k/initramfs.cpio", cmdline, 120,
+                                   disk, 2)
+
+    def test_the_monitor_reads_the_init_and_knows_every_exit_code(self):
+        mon = self.job()["actions"][2]["test"]["monitors"][0]
+        m = re.search(mon["pattern"], "[    4.208477] krepro-init: result name=bpf-percpu-reuse exit=1")
+        self.assertEqual(m.group("test_case_id"), "bpf-percpu-reuse")
+        codes = re.findall(r"KREPRO_\w+ = (\d+)", read(os.path.join(TOP, "repro", "lib", "krepro.h")))
+        self.assertEqual(sorted(codes), sorted(mon["fixupdict"]))
+        init = read(os.path.join(TOP, "guest-image", "init"))
+        for marker in (lava.STARTED, lava.RUNNING, lava.DONE):
+            self.assertIn(marker.split(": ")[1], init)
+
+    def test_the_device_is_the_local_guests_machine(self):
+        for arch in ("x86_64", "arm"):
+            opts = lava.device_config(arch, 2)["actions"]["boot"]["methods"]["qemu"]["parameters"]["options"]
+            words = " ".join(opts).split()
+            machine = guest.machine_args(arch, "tcg", 2)
+            self.assertEqual(words[:len(machine)], machine)
+            self.assertEqual(words[len(machine):], ["-serial", "stdio"])
+            # No KTAP channel: LAVA reads only the serial console.
+            self.assertNotIn("virtconsole", " ".join(opts))
+
+    def test_kernel_line_and_disk(self):
+        job = self.job(disk="file:///d/xfs.img")
+        images = job["actions"][0]["deploy"]["images"]
+        self.assertIn("krepro.run=bpf-percpu-reuse", images["kernel"]["image_arg"])
+        self.assertTrue(images["kernel"]["image_arg"].startswith("-kernel {kernel} -append '"))
+        self.assertIn("file={disk},if=none,id=vda,format=raw,snapshot=on", images["disk"]["image_arg"])
+
+    def test_lab_context_gives_the_same_machine(self):
+        ctx = self.job()["context"]
+        self.assertEqual(ctx["arch"], "amd64")
+        self.assertIn("-cpu max", ctx["extra_options"])
+        self.assertIn("-smp 2,sockets=2,cores=1,threads=1", ctx["extra_options"])
+        arm = self.job("arm")["context"]
+        self.assertEqual((arm["machine"], arm["cpu"]), ("virt", "cortex-a15"))
+
+    def test_lavas_own_schema_accepts_the_job(self):
+        try:
+            from lava_common.schemas import validate
+        except ImportError:
+            self.skipTest("lava-dispatcher is not installed (make lava-deps)")
+        for arch in ("x86_64", "arm"):
+            validate(self.job(arch, disk="file:///d/xfs.img"), strict=True)
+
+    def test_publish_names_artifacts_by_content(self):
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "bzImage")
+            with open(src, "w") as f:
+                f.write("kernel")
+            out = os.path.join(d, "www")
+            os.mkdir(out)
+            url = lava.publish(src, (out, "http://lab.example/krepro/"))
+            self.assertRegex(url, r"^http://lab\.example/krepro/[0-9a-f]{16}-bzImage$")
+            self.assertEqual(os.listdir(out), [url.rsplit("/", 1)[1]])
+            self.assertEqual(lava.publish(src, (out, "http://lab.example/krepro")), url)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
