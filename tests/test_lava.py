@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """krepro's LAVA jobs: the job and device configuration it generates (checked
 against LAVA's own schema when lava-dispatcher is installed) and the reading
-back of a job's log into console.log and ktap.txt. The log in tests/lava/ is
-a real lava-run log of bpf-percpu-reuse on the unpatched kernel, trimmed of
-most boot lines. Boots nothing."""
+back of a job's log into console.log and ktap.txt. The logs in tests/lava/
+are real lava-run logs of krepro's guests, trimmed of most boot lines and of
+LAVA's debug lines. Boots nothing."""
 import os
 import re
 import sys
@@ -70,13 +70,49 @@ class ReadBack(unittest.TestCase):
             self.assertIn("krepro-init: done", read(os.path.join(d, "console.log")))
             self.assertIn("# Totals: pass:0 fail:2", read(os.path.join(d, "ktap.txt")))
 
-    def test_a_timeout_is_a_hang(self):
-        # The shape LAVA gives a monitor that never saw its end (job error).
-        entries = [{"lvl": "error", "msg": "lava-test-monitor timed out after 120 seconds"}]
+
+
+class Interleaved(unittest.TestCase):
+    """can-j1939-echo on the unpatched kernel through lava-run (real log):
+    the kernel's report, and a kernel line printed in the middle of one of
+    the reproducer's (LAVA reads one serial console for both)."""
+
+    def setUp(self):
+        entries = lava.log_entries(read(os.path.join(HERE, "lava", "can-unpatched.lava-run.log")))
+        self.con, self.ktap = lava.split_console(lava.target_lines(entries))
+
+    def test_the_cut_line_is_whole_again_and_the_kernel_line_is_console(self):
+        hint = [l for l in self.ktap.splitlines() if l.startswith("# hint:")]
+        self.assertEqual(len(hint), 1)
+        self.assertTrue(hint[0].endswith("generation-always-u.patch)"), hint[0])
+        self.assertIn("] krepro: can-j1939-echo: end FAIL\n", self.con)
+        self.assertFalse([l for l in self.ktap.splitlines() if lava.PRINTK_INSIDE.search(l)])
+
+    def test_fail_by_the_signature(self):
+        meta = {"name": "can-j1939-echo", "cases": ["send_close_race"],
+                "signatures": [{"kind": "REFCOUNT", "title": "refcount_t: addition on 0",
+                                "frame": "j1939_.*"}]}
+        res = reports.decide(self.con, meta, self.ktap)
+        self.assertEqual(res["outcome"], "FAIL")
+        self.assertTrue(res["signature"].startswith("report: refcount_t: addition on 0"), res["signature"])
+
+    def test_power_off_after_the_monitor_is_kept(self):
+        # LAVA logs it as "feedback", once its monitor has stopped reading.
+        self.assertIn("reboot: Restarting system", self.con)
+
+
+class Timeout(unittest.TestCase):
+    """can-j1939-echo on the patched kernel, a job whose test timeout (3 s)
+    is shorter than the race (real log): LAVA stops it, krepro says HANG."""
+
+    def test_a_lava_timeout_is_a_hang(self):
+        entries = lava.log_entries(read(os.path.join(HERE, "lava", "can-patched-timeout.lava-run.log")))
         self.assertTrue(lava.timed_out(entries))
-        entries = [{"lvl": "results", "msg": {"case": "job", "definition": "lava", "result": "fail",
-                                              "error_msg": "lava-test-monitor timed out after 120 seconds"}}]
-        self.assertTrue(lava.timed_out(entries))
+        self.assertEqual(lava.lava_results(entries)["lava/job"], "fail")
+        con, ktap = lava.split_console(lava.target_lines(entries))
+        meta = {"name": "can-j1939-echo", "cases": ["send_close_race"], "signatures": []}
+        self.assertEqual(reports.decide(con, meta, ktap, timed_out=True)["outcome"], "HANG")
+        self.assertFalse(lava.timed_out(lava.log_entries(read(LOG))))
 
 
 class Definitions(unittest.TestCase):

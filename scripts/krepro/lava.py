@@ -150,7 +150,10 @@ def job_definition(arch, name, kernel_url, initrd_url, cmdline, limit, disk_url=
 # --- reading LAVA's log back ---
 
 # A kernel line on the serial console: "[   12.345678] ..." (CONFIG_PRINTK_TIME).
-PRINTK = re.compile(r"^\[\s*\d+\.\d+\] ")
+PRINTK = re.compile(r"^\[\s*\d+\.\d{6}\] ")
+# The same, cut into a line the reproducer was writing: the kernel prints
+# whole records, a process's long line can be split around one.
+PRINTK_INSIDE = re.compile(r"\[\s*\d+\.\d{6}\] ")
 
 
 def log_entries(text):
@@ -177,10 +180,12 @@ def log_entries(text):
 
 
 def target_lines(entries):
-    """The serial console's lines: entries of level "target". LAVA escapes
-    every double quote in them (lava_dispatcher/shell.py): undone here."""
+    """The serial console's lines: entries of level "target", and
+    "feedback" (what the console printed while LAVA was not reading it for
+    an action: the power-off after the test). LAVA escapes every double
+    quote in them (lava_dispatcher/shell.py): undone here."""
     return [e["msg"].replace('\\"', '"') for e in entries
-            if e.get("lvl") == "target" and isinstance(e.get("msg"), str)]
+            if e.get("lvl") in ("target", "feedback") and isinstance(e.get("msg"), str)]
 
 
 def lava_results(entries):
@@ -194,17 +199,26 @@ def split_console(lines):
     """(console.log, ktap.txt) texts from the serial lines. Kernel lines and
     the init's own go to the console; what the reproducer printed (its KTAP
     and diagnostics) to ktap.txt. QEMU and firmware lines before the kernel
-    are console."""
+    are console. A kernel line cut into the reproducer's goes to the
+    console, and the two halves of the reproducer's line are joined again."""
     con, ktap = [], []
     started = False
+    cut = None  # the first half of a reproducer's line a kernel line cut
     for l in lines:
-        if PRINTK.match(l) or "krepro-init:" in l:
+        m = PRINTK_INSIDE.search(l)
+        if started and m and m.start() > 0:
+            cut = (cut or "") + l[:m.start()]
+            l = l[m.start():]
+        if PRINTK.match(l):
             started = started or STARTED in l
             con.append(l)
         elif started:
-            ktap.append(l)
+            ktap.append((cut or "") + l)
+            cut = None
         else:
             con.append(l)
+    if cut:
+        ktap.append(cut)
     return "".join(x + "\n" for x in con), "".join(x + "\n" for x in ktap)
 
 
