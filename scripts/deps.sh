@@ -8,7 +8,7 @@ if [ "${1:-}" = lava ]; then
 	# As Debian ships it, recommends included: the install lava-run was
 	# proven with (about 270 packages, among them libguestfs and a kernel
 	# image its guestfs support wants).
-	KREPRO_APT_RECOMMENDS=1 need_pkgs lava-dispatcher lavacli python3-yaml
+	KREPRO_APT_RECOMMENDS=1 need_pkgs lava-dispatcher lavacli python3-yaml qemu-utils
 	exit 0
 fi
 need_pkgs \

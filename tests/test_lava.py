@@ -6,6 +6,7 @@ are real lava-run logs of krepro's guests, trimmed of most boot lines and of
 LAVA's debug lines. Boots nothing."""
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -21,6 +22,11 @@ BPF = {"name": "bpf-percpu-reuse", "cases": ["percpu_hash", "lru_percpu_hash"], 
 
 def read(path):
     with open(path) as f:
+        return f.read()
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
         return f.read()
 
 
@@ -147,7 +153,7 @@ class Definitions(unittest.TestCase):
         images = job["actions"][0]["deploy"]["images"]
         self.assertIn("krepro.run=bpf-percpu-reuse", images["kernel"]["image_arg"])
         self.assertTrue(images["kernel"]["image_arg"].startswith("-kernel {kernel} -append '"))
-        self.assertIn("file={disk},if=none,id=vda,format=raw,snapshot=on", images["disk"]["image_arg"])
+        self.assertIn("file={disk},if=none,id=vda,format=qcow2,snapshot=on", images["disk"]["image_arg"])
 
     def test_lab_context_gives_the_same_machine(self):
         ctx = self.job()["context"]
@@ -164,6 +170,20 @@ class Definitions(unittest.TestCase):
             self.skipTest("lava-dispatcher is not installed (make lava-deps)")
         for arch in ("x86_64", "arm"):
             validate(self.job(arch, disk="file:///d/xfs.img"), strict=True)
+
+    def test_a_disk_goes_as_qcow2_with_the_same_content(self):
+        with tempfile.TemporaryDirectory() as d:
+            raw = os.path.join(d, "disk.img")
+            with open(raw, "wb") as f:
+                f.truncate(64 << 20)
+                f.seek(1 << 20)
+                f.write(b"krepro" * 100)
+            q = lava.compact_disk(raw)
+            self.assertLess(os.path.getsize(q), 8 << 20)
+            back = os.path.join(d, "back.img")
+            subprocess.run(["qemu-img", "convert", "-O", "raw", q, back], check=True)
+            self.assertEqual(read_bytes(raw), read_bytes(back))
+            self.assertEqual(lava.compact_disk(raw), q)
 
     def test_publish_names_artifacts_by_content(self):
         with tempfile.TemporaryDirectory() as d:

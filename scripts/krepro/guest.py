@@ -40,9 +40,9 @@ def machine_args(arch, accel, smp):
     return argv + ["-nodefaults", "-display", "none", "-no-reboot"]
 
 
-def disk_args(arch, disk, prepare=False):
+def disk_args(arch, disk, prepare=False, fmt="raw"):
     # prepare writes the image; a run gets a copy-on-write view of it.
-    opts = f"file={disk},if=none,id=vda,format=raw" + ("" if prepare else ",snapshot=on")
+    opts = f"file={disk},if=none,id=vda,format={fmt}" + ("" if prepare else ",snapshot=on")
     return ["-drive", opts, "-device", f"virtio-blk-{ARCHES[arch]['virtio']},drive=vda"]
 
 

@@ -353,7 +353,7 @@ class Run:
             url = lava.file_url if local else (lambda f: lava.publish(f, self.o.artifacts))
             job = lava.job_definition(self.arch, f"krepro {repro} on {kernel.label} run {n}",
                                       url(kernel.image), url(self.o.initrd), cmdline, limit,
-                                      disk and url(disk), smp)
+                                      disk and url(lava.compact_disk(disk)), smp)
             if local:
                 status, timed_out, secs, early, via = lava.run_local(
                     self.arch, self.record["accel"], smp, job, rundir, limit,
