@@ -151,7 +151,8 @@ def render(results, any_report=None, quiet=False):
     secs = [r.get("seconds") or 0 for r in runs]
     if runs:
         md += ["", f"{len(runs)} guest runs, {sum(secs):.0f} s of guests"
-               f" ({min(secs):.1f}-{max(secs):.1f} s each; QEMU start to exit).", ""]
+               f" ({min(secs):.1f}-{max(secs):.1f} s each; "
+               + ("QEMU start to exit" if via == "qemu" else "LAVA job start to end") + ").", ""]
     prep = rec.get("prepare") or []
     if prep:
         md += ["Disks prepared on the patched kernel: " + "; ".join(
@@ -173,7 +174,15 @@ def render(results, any_report=None, quiet=False):
                                 + ("" if r["role"] == "bug" else " (a finding on this kernel)"))
             if rep and rep.get("frames"):
                 findings.append(f"- trace: {' < '.join(rep['frames'][:12])}")
-            findings += [f"- log: {bad[0]['log']}", ""]
+            findings.append(f"- log: {bad[0]['log']}")
+            lava_res = bad[0].get("lava_results")
+            if lava_res:
+                # LAVA's own reading, beside krepro's (which decides).
+                mine = {k: v for k, v in lava_res.items() if not k.startswith("lava/")}
+                findings.append(f"- LAVA ({bad[0]['via']}): job {lava_res.get('lava/job', '?')}, "
+                                + ", ".join(f"{k} {v}" for k, v in mine.items())
+                                + f"; its log: {bad[0].get('lava_log')}")
+            findings.append("")
             if lines:
                 findings += ["```"] + lines + ["```", ""]
     if findings:
