@@ -119,6 +119,9 @@ class Timeout(unittest.TestCase):
         meta = {"name": "can-j1939-echo", "cases": ["send_close_race"], "signatures": []}
         self.assertEqual(reports.decide(con, meta, ktap, timed_out=True)["outcome"], "HANG")
         self.assertFalse(lava.timed_out(lava.log_entries(read(LOG))))
+        # What the run's evidence gets when LAVA stopped it.
+        self.assertIn("lava-test-monitor timed out after 3 seconds", lava.first_error(entries))
+        self.assertIsNone(lava.first_error(lava.log_entries(read(LOG))))
 
 
 class Definitions(unittest.TestCase):

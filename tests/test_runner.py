@@ -101,7 +101,11 @@ class Runner(unittest.TestCase):
         self.set_plan("pass")
         for args in (["--frobnicate", "fake-bug"], ["no-such-bug"], ["--kernel", "/nonexistent", "fake-bug"],
                      ["--tree", os.path.join(self.tmp, "nope"), "fake-bug"], ["--repeat", "0", "fake-bug"],
-                     ["--miss", "2", "fake-bug"], ["--kernel", "/etc/hostname", "fake-bug"], []):
+                     ["--miss", "2", "fake-bug"], ["--kernel", "/etc/hostname", "fake-bug"], [],
+                     ["-j", "0", "fake-bug"], ["--via", "ssh", "fake-bug"], ["--via", "lava:", "fake-bug"],
+                     ["--artifacts", f"{self.tmp}=http://x", "fake-bug"],
+                     ["--via", "lava:lab", "--artifacts", "/nonexistent=http://x", "fake-bug"],
+                     ["--via", "lava-run", "--keep", "fake-bug"]):
             with self.subTest(args=args):
                 self.assertEqual(self.run_krepro(*args), 128, self.out)
         self.assertEqual(self.boots(), 0)

@@ -175,6 +175,10 @@ def main(argv):
         ("lavacli", "lavacli") if o.via.startswith("lava:") else None)
     if tool and not shutil.which(tool[0]):
         return fail(f"--via {o.via} needs {tool[0]} (Debian: apt-get install {tool[1]})")
+    if o.via == "lava-run" and os.geteuid() != 0 and not os.access("/var/lib/lava/dispatcher", os.W_OK):
+        # Where lava-run keeps every job's files; the package makes it root's.
+        return fail("--via lava-run needs to write /var/lib/lava/dispatcher (lava-run's "
+                    "job directories): run as root")
     if o.via.startswith("lava:"):
         d, sep, url = (o.artifacts or "").partition("=")
         if not sep or not os.path.isdir(d) or not url:

@@ -252,6 +252,15 @@ def timed_out(entries):
     return False
 
 
+def first_error(entries):
+    """LAVA's own first error of a job (its configuration, a download, a
+    timeout), for a run that did not get to a verdict."""
+    for e in entries:
+        if e.get("lvl") == "error" and isinstance(e.get("msg"), str):
+            return e["msg"]
+    return None
+
+
 def read_back(text, rundir):
     """Write console.log and ktap.txt from a job's log; LAVA's results."""
     entries = log_entries(text)
@@ -299,7 +308,8 @@ def run_local(arch, accel, smp, job, rundir, limit, answered=None, jobs=1, alone
         secs = round(time.monotonic() - t0, 1)
     entries = read_back(read(log), rundir)
     rec = {"via": "lava-run", "job": os.path.relpath(os.path.join(d, "job.yaml"), os.path.dirname(rundir)),
-           "lava_log": os.path.relpath(log, os.path.dirname(rundir)), "lava_results": lava_results(entries)}
+           "lava_log": os.path.relpath(log, os.path.dirname(rundir)), "lava_results": lava_results(entries),
+           "lava_error": first_error(entries)}
     return status, krepro_timeout or timed_out(entries), secs, early, rec
 
 
@@ -359,5 +369,6 @@ def run_lab(identity, job, rundir, answered=None):
     entries = read_back(read(log), rundir)
     rec = {"via": f"lava:{identity}", "lava_job": jid, "lava_health": health,
            "job": os.path.relpath(path, os.path.dirname(rundir)),
-           "lava_log": os.path.relpath(log, os.path.dirname(rundir)), "lava_results": lava_results(entries)}
+           "lava_log": os.path.relpath(log, os.path.dirname(rundir)), "lava_results": lava_results(entries),
+           "lava_error": first_error(entries)}
     return (0 if health == "Complete" else 1), timed_out(entries), secs, early, rec

@@ -371,6 +371,8 @@ class Run:
                      read(os.path.join(rundir, "ktap.txt")), timed_out, status)
         if early:
             res["evidence"] += f" ; guest stopped {guest.AFTER_REPORT:.0f} s after the report"
+        if res["outcome"] in ("BROKEN", "HANG") and via.get("lava_error"):
+            res["evidence"] += f" ; LAVA: {via['lava_error']}"
         title = next((r["title"] for r in res["reports"] if r.get("line", 0) >= (res["mark_line"] or 1 << 30)), None)
         return dict(base, outcome=res["outcome"], evidence=res["evidence"], seconds=secs,
                     signature=res["signature"], report_title=title, reports=res["reports"][:20],
