@@ -248,6 +248,9 @@ build_image() {
 	t1=$(date +%s)
 	cp "$obj/$(image_path_in_obj)" "$img"
 	cp "$obj/.config" "$img.config"
+	# The symbols of this very image, for gdb (run-in-qemu.sh --gdb): the
+	# object directory's vmlinux is the last flavour built.
+	cp "$obj/vmlinux" "$img.vmlinux"
 	echo "$stamp" >"$img.stamp"
 	# For bench/: how long it took and how many files were compiled.
 	printf 'seconds=%s compiled=%s ccache=%s\n' "$((t1 - t0))" \

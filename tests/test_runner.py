@@ -338,6 +338,34 @@ class Runner(unittest.TestCase):
         self.assertTrue(any("waiting for another guest to finish" in o for o in outs))
 
 
+    # --- at the keyboard: --append, --qemu-opts, --gdb ---
+    def qemu_cmdline(self, rundir):
+        with open(os.path.join(self.results, rundir, "qemu-cmdline")) as f:
+            return f.read()
+
+    def test_append_and_qemu_opts_reach_the_guest(self):
+        self.set_plan("pass")
+        self.assertEqual(self.run_krepro("--repeat", "1", "--append", "ftrace=function trace_buf_size=1M",
+                                         "--qemu-opts", "-m 2G -object 'rng-random,id=rng0'",
+                                         "fake-clean"), 0, self.out)
+        line = self.qemu_cmdline("fake-clean.unpatched.1")
+        self.assertIn("krepro.run=fake-clean ftrace=function trace_buf_size=1M", line)
+        self.assertIn("-m 2G -object rng-random,id=rng0", line)
+        self.assertEqual(self.run_krepro("--qemu-opts", "-m '2G", "fake-clean"), 128)
+
+    def test_gdb_stops_the_guest_for_gdb_and_says_how_to_attach(self):
+        self.set_plan("pass")
+        vmlinux = os.path.join(self.tmp, "kernels", "bzImage-x86_64-unpatched.vmlinux")
+        open(vmlinux, "w").close()
+        p = subprocess.run([RUN, "--results", self.results, "--gdb", "4444", "fake-clean"], env=self.env,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        line = self.qemu_cmdline("fake-clean.unpatched.1")
+        self.assertIn("-gdb tcp::4444 -S", line)
+        self.assertIn(" nokaslr krepro.keep=1", line)
+        self.assertIn(f"gdb {vmlinux} -ex 'target remote :4444'", p.stderr)
+        self.assertEqual(self.boots(), 1)
+
     # --- parallel guests (-j): slots, sequential rows, guests that run alone ---
     def spans(self):
         """(start, end, repro) of every guest, from the fake QEMU's log."""

@@ -2,6 +2,7 @@
 import argparse
 import datetime
 import os
+import shlex
 import shutil
 import sys
 
@@ -57,6 +58,14 @@ usage: run-in-qemu.sh [options] <repro>...
                     rates to repro/<id>/fail-rate.json (make calibrate)
   --keep            one guest; after the reproducer, keep it up with a shell on this
                     terminal instead of powering off (for triage by hand)
+  --append ARGS     extra kernel command line for every guest (after krepro's own
+                    and the reproducer's), e.g. --append "ftrace=function"
+  --qemu-opts OPTS  extra QEMU options for every guest, split as a shell would,
+                    e.g. --qemu-opts "-m 2G" (a later option overrides krepro's)
+  --gdb [PORT]      one guest, as --keep, with QEMU's gdbstub on PORT (default 1234),
+                    stopped at its first instruction, nokaslr on the kernel command
+                    line; prints the gdb command that attaches (with this image's
+                    vmlinux where krepro kept it)
   --list            the reproducers of the matrix for --arch (all but the sweeps,
                     which declare why they are left out; run those by name)
   --report DIR      re-render a past run's reports from its run.json; boots nothing
@@ -128,6 +137,9 @@ def parse(argv):
     p.add_argument("--any-report", action="store_true")
     p.add_argument("--record-rates", action="store_true")
     p.add_argument("--keep", action="store_true")
+    p.add_argument("--append", default="")
+    p.add_argument("--qemu-opts", default="")
+    p.add_argument("--gdb", nargs="?", const=1234, type=positive("--gdb"))
     p.add_argument("--list", action="store_true")
     p.add_argument("--report")
     p.add_argument("repros", nargs="*")
@@ -169,8 +181,17 @@ def main(argv):
         return report(o.report, o.any_report or None)
     if o.via not in ("qemu", "lava-run") and not (o.via.startswith("lava:") and len(o.via) > 5):
         return fail(f"--via is qemu, lava-run or lava:IDENTITY, not '{o.via}'")
+    if o.gdb:
+        o.keep = True
     if o.via != "qemu" and o.keep:
-        return fail("--keep needs a guest on this terminal: --via qemu only")
+        return fail("--keep and --gdb need a guest on this terminal: --via qemu only")
+    try:
+        o.qemu_extra = shlex.split(o.qemu_opts)
+    except ValueError as e:
+        return fail(f"--qemu-opts: {e}")
+    if o.qemu_extra and o.via != "qemu":
+        return fail("--qemu-opts is for guests QEMU runs here (--via qemu): a LAVA device "
+                    "sets its own QEMU options")
     tool = {"lava-run": ("lava-run", "lava-dispatcher")}.get(o.via) or (
         ("lavacli", "lavacli") if o.via.startswith("lava:") else None)
     if tool and not shutil.which(tool[0]):

@@ -4,6 +4,7 @@ import datetime
 import hashlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -339,11 +340,19 @@ class Run:
             return dict(base, outcome="BROKEN", evidence=prep_error, seconds=0.0, reports=[],
                         exit=None, signature=None, timed_out=False, qemu_status=None)
         smp = max(guest.GUEST_CPUS, int(m.get("min_cpus") or 1))
-        cmdline = guest.kernel_cmdline(self.arch, repro, m.get("cmdline", ""), self.o.keep)
+        # The reproducer's own command line, then the user's (--append).
+        extra = " ".join(x for x in (m.get("cmdline", ""), self.o.append,
+                                     "nokaslr" if self.o.gdb else "") if x)
+        cmdline = guest.kernel_cmdline(self.arch, repro, extra, self.o.keep)
         via = {"via": self.o.via}
         if self.o.via == "qemu":
             argv = guest.qemu_argv(self.arch, self.record["accel"], kernel.image, self.o.initrd,
                                    cmdline, smp, os.path.join(rundir, "ktap.txt"), disk)
+            if self.o.gdb:
+                argv += ["-gdb", f"tcp::{self.o.gdb}", "-S"]
+                log(f"{repro} on {kernel.label}: QEMU waits for gdb at its first instruction; "
+                    f"in another terminal:\n  {gdb_command(kernel, self.o.gdb)}")
+            argv += self.o.qemu_extra
             status, timed_out, secs, early = guest.boot(
                 argv, rundir, limit, self.o.keep,
                 answered=lambda: bug_reported(read(os.path.join(rundir, "console.log")), m),
@@ -426,6 +435,19 @@ class Run:
         with open(img + ".stamp", "w") as f:
             f.write(stamp + "\n")
         return img, None
+
+
+def gdb_command(kernel, port):
+    """The gdb line that attaches to a --gdb guest, with the image's own
+    vmlinux where one is known (kernels.sh keeps one beside each image it
+    builds; a kernel of the user's may have one beside it)."""
+    cands = [kernel.image + ".vmlinux", os.path.join(os.path.dirname(kernel.image), "vmlinux")]
+    vmlinux = next((c for c in cands if os.path.isfile(c)), None)
+    line = f"gdb {shlex.quote(vmlinux) if vmlinux else 'vmlinux'} -ex 'target remote :{port}'"
+    if not vmlinux:
+        line += (f"\n  (no vmlinux beside {kernel.image}: give gdb the vmlinux of that build;"
+                 " without one gdb has no symbols)")
+    return line
 
 
 def now():
