@@ -16,6 +16,42 @@ if [ "${1:-}" = --arch ]; then
 fi
 . "$(dirname "$0")/../scripts/common.sh"
 
+copy_libs() {
+	local lib
+	for lib in $(ldd "$1" 2>/dev/null | grep -oE '/[^ ]+' || true); do
+		[ -e "$stage$lib" ] && continue
+		mkdir -p "$stage$(dirname "$lib")"
+		cp -L "$lib" "$stage$lib"
+	done
+}
+# A program and its libraries, at the same paths as on the host.
+copy_with_libs() {
+	mkdir -p "$stage$(dirname "$1")"
+	cp -L "$1" "$stage$1"
+	copy_libs "$1"
+}
+# The directory $1 as a newc cpio archive $2, reproducibly.
+archive() {
+	mkdir -p "$(dirname "$2")"
+	(cd "$1" && find . -print0 | LC_ALL=C sort -z |
+		cpio --null --reproducible -o -H newc --quiet) >"$2.tmp"
+	mv "$2.tmp" "$2"
+}
+
+# --overlay STAGE OUT: a distribution kernel's modules, staged in STAGE by
+# scripts/krepro/distro.py, with kmod's modprobe (the distribution's modules
+# are compressed, and its dependencies are kmod's business), as a cpio the
+# runner appends to the guest image.
+if [ "${1:-}" = --overlay ]; then
+	stage=$2
+	[ "$(arch_field debarch)" = "$(dpkg --print-architecture)" ] ||
+		die "--overlay: distribution kernels with modules run on native guests only"
+	need_pkgs cpio kmod
+	copy_with_libs "$(command -v modprobe || echo /sbin/modprobe)"
+	archive "$stage" "$3"
+	exit 0
+fi
+
 out=$1 bindir=$2
 here=$KREPRO_TOP/guest-image
 list=$here/userspace.list
@@ -81,20 +117,6 @@ install -m 0755 "$here/init" "$stage/init"
 
 # Every library a program loads, at the same paths as on the host (none for
 # a static program).
-copy_libs() {
-	local lib
-	for lib in $(ldd "$1" 2>/dev/null | grep -oE '/[^ ]+' || true); do
-		[ -e "$stage$lib" ] && continue
-		mkdir -p "$stage$(dirname "$lib")"
-		cp -L "$lib" "$stage$lib"
-	done
-}
-# A program and its libraries, at the same paths as on the host.
-copy_with_libs() {
-	mkdir -p "$stage$(dirname "$1")"
-	cp -L "$1" "$stage$1"
-	copy_libs "$1"
-}
 if [ "$native" = 1 ]; then
 	while read -r pkg prog; do
 		case $pkg in "#"* | "") continue ;; esac
@@ -122,9 +144,6 @@ for r in "$bindir"/*; do
 done
 [ "$n" -gt 0 ] || die "no reproducer binaries in $bindir"
 
-mkdir -p "$(dirname "$out")"
-(cd "$stage" && find . -print0 | LC_ALL=C sort -z |
-	cpio --null --reproducible -o -H newc --quiet) >"$out.tmp"
-mv "$out.tmp" "$out"
+archive "$stage" "$out"
 echo "$stamp" >"$out.stamp"
 log "guest image: $out ($(du -h "$out" | cut -f1), $n reproducers)"

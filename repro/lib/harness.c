@@ -214,8 +214,19 @@ static int missing_kconfigs(const char *const *needs, char *why, size_t whysize)
 	if (!needs || !needs[0])
 		return 0;
 	gz = gzopen(KREPRO_KCONFIG_PATH, "rb");
-	if (!gz)
-		return -1;
+	if (!gz) {
+		/* A distribution kernel without IKCONFIG: its config-<release>,
+		 * where LTP's tst_kconfig also looks (gzopen reads plain text). */
+		struct utsname u;
+		char path[sizeof(u.release) + 16];
+
+		if (uname(&u))
+			return -1;
+		snprintf(path, sizeof(path), "/boot/config-%s", u.release);
+		gz = gzopen(path, "rb");
+		if (!gz)
+			return -1;
+	}
 	for (const char *const *need = needs; *need; need++) {
 		bool found = false, has_value = strchr(*need, '=') != NULL;
 		size_t len = strlen(*need);
@@ -660,7 +671,7 @@ int krepro_main(const struct krepro_test *t, const char *arches, int argc, char 
 	missing = missing_kconfigs(t->needs_kconfigs, why, sizeof(why));
 	taint_before = read_taint();
 	if (missing < 0)
-		krepro_info("no /proc/config.gz: kernel options not checked");
+		krepro_info("no /proc/config.gz nor /boot/config-<release>: kernel options not checked");
 	if (!runs_on(arches, machine_arch())) {
 		snprintf(why, sizeof(why), "runs on %s, this machine is %s", arches,
 			 machine_arch() ? machine_arch() : "unknown");

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 
-from . import arches, guest, lava, rates, render, stats
+from . import arches, distro, guest, lava, rates, render, stats
 from .guest import log
 from .paths import SCRIPTS, TOP, build, cache, kernels as kernels_dir, read
 from .reports import bug_reported, decide
@@ -65,6 +65,8 @@ class Kernel:
         self.flavour = spec if spec in ("unpatched", "patched") else None
         self.tree = spec[5:] if spec.startswith("tree:") else None
         self.image = None
+        self.release = self.distro_root = None
+        self.initrd = None    # the run's guest image, unless this kernel needs its own
         if self.flavour:
             self.label = spec
         elif self.tree:
@@ -80,9 +82,19 @@ class Kernel:
         elif not self.flavour:
             if not os.path.exists(self.spec):
                 raise UsageError(f"--kernel {self.spec}: no such file")
-            if not os.path.isfile(self.spec) or not arches.is_kernel_image(self.arch, self.spec):
-                raise UsageError(f"--kernel {self.spec}: not {arches.image_kind(self.arch)}")
-            self.image = os.path.realpath(self.spec)
+            try:
+                found = distro.resolve(self.spec)
+            except distro.DistroError as e:
+                raise UsageError(f"--kernel {e}")
+            if found:
+                # A distribution kernel with its modules.
+                self.image, self.release, self.distro_root = found
+                self.label = self.release
+            if not os.path.isfile(self.image or self.spec) or \
+                    not arches.is_kernel_image(self.arch, self.image or self.spec):
+                raise UsageError(f"--kernel {self.spec}: not {arches.image_kind(self.arch)}"
+                                 + (", a linux-image .deb, or an unpacked one" if self.arch == "x86_64" else ""))
+            self.image = os.path.realpath(self.image or self.spec)
 
     def prepare(self):
         """Build what is missing (flavours, trees); the image path."""
@@ -112,12 +124,37 @@ class Kernel:
 
     def record(self):
         return {"label": self.label, "spec": self.spec, "image": self.image,
-                "build": self.build_id}
+                "build": self.build_id, "modules": self.release, "initrd": self.initrd}
+
+    def guest_image(self, base, repros, metas):
+        """A distribution kernel's guest image: krepro's with the modules its
+        reproducers need (scripts/krepro/distro.py)."""
+        tree = os.path.join(cache(), "linux-6.1")
+        if not os.path.isdir(tree) and kernels_sh(self.arch, "tree", stdout=None, stderr=None).returncode:
+            raise Undecidable("the kernel tree (scripts/kernels.sh tree) is needed to map options to modules")
+        plan = distro.Plan(self.arch, self.release, self.distro_root, tree, metas, repros)
+        for r in repros:
+            for why in plan.missing[r]:
+                log(f"warning: {self.label}: {why} ({r})")
+            log(f"{self.label}: {r} gets {len(plan.load[r])} modules loaded before it starts"
+                + (f" ({' '.join(plan.names(r))})" if plan.load[r] else ""))
+        self.initrd = distro.guest_image(plan, base, self.arch)
+        return self.initrd
 
 
 def check_kconfig(kernel, repros, metas):
     """A kernel of the user's: warn about options a reproducer needs and its
     config (CONFIG_IKCONFIG) lacks; in the guest the harness says SKIP."""
+    if kernel.distro_root:
+        path = os.path.join(kernel.distro_root, "boot", f"config-{kernel.release}")
+        if os.path.isfile(path):
+            cfg = {f"{k}={v}" for k, v in distro.read_config(path).items()}
+            for r in repros:
+                missing = [k for k in metas[r].get("kconfig", [])
+                           if (k not in cfg if "=" in k else not ({f"{k}=y", f"{k}=m"} & cfg))]
+                if missing:
+                    log(f"{kernel.label} lacks {' '.join(missing)}, which {r} needs: it will SKIP")
+            return
     tree = os.path.join(cache(), "linux-6.1")
     cands = [os.path.join(tree, "scripts", "extract-ikconfig")]
     if kernel.tree:
@@ -346,8 +383,9 @@ class Run:
         cmdline = guest.kernel_cmdline(self.arch, repro, extra, self.o.keep)
         via = {"via": self.o.via}
         if self.o.via == "qemu":
-            argv = guest.qemu_argv(self.arch, self.record["accel"], kernel.image, self.o.initrd,
-                                   cmdline, smp, os.path.join(rundir, "ktap.txt"), disk)
+            argv = guest.qemu_argv(self.arch, self.record["accel"], kernel.image,
+                                   kernel.initrd or self.o.initrd, cmdline, smp,
+                                   os.path.join(rundir, "ktap.txt"), disk)
             if self.o.gdb:
                 argv += ["-gdb", f"tcp::{self.o.gdb}", "-S"]
                 log(f"{repro} on {kernel.label}: QEMU waits for gdb at its first instruction; "
@@ -361,7 +399,7 @@ class Run:
             local = self.o.via == "lava-run"
             url = lava.file_url if local else (lambda f: lava.publish(f, self.o.artifacts))
             job = lava.job_definition(self.arch, f"krepro {repro} on {kernel.label} run {n}",
-                                      url(kernel.image), url(self.o.initrd), cmdline, limit,
+                                      url(kernel.image), url(kernel.initrd or self.o.initrd), cmdline, limit,
                                       disk and url(lava.compact_disk(disk)), smp)
             if local:
                 status, timed_out, secs, early, via = lava.run_local(
@@ -503,6 +541,12 @@ def main_run(o):
                 log(f"error: {e}")
                 return USAGE
         for k in kernels:
+            if k.distro_root:
+                try:
+                    k.guest_image(o.initrd, o.repros, metas)
+                except (distro.DistroError, Undecidable) as e:
+                    log(f"{k.label}: {e}")
+                    return UNDECIDED
             if not k.flavour:
                 check_kconfig(k, o.repros, metas)
         accel = o.accel

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Distribution kernels with their modules (scripts/krepro/distro.py), on a
+fake package and a fake kernel tree: finding the image and its modules in a
+.deb, an unpacked package or beside a vmlinuz; the options -> modules map
+from the tree's Makefiles; the modules.dep closure, in load order; the
+overlay the guest image gets. Boots nothing."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+from krepro import distro  # noqa: E402
+
+REL = "6.1.0-99-test-amd64"
+
+
+def write(path, text=""):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class Distro(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        os.environ["KREPRO_CACHE"] = os.path.join(self.tmp, "cache")
+        # The kernel tree: which object each option builds.
+        self.tree = os.path.join(self.tmp, "linux")
+        write(os.path.join(self.tree, "fs/xfs/Makefile"), "obj-$(CONFIG_XFS_FS)\t+= xfs.o\nxfs-y += xfs_aops.o\n")
+        write(os.path.join(self.tree, "lib/Makefile"), "obj-$(CONFIG_LIBCRC32C) += \\\n\tlibcrc32c.o\n")
+        write(os.path.join(self.tree, "drivers/block/Makefile"), "obj-$(CONFIG_BLK_DEV_LOOP) += loop.o\n")
+        write(os.path.join(self.tree, "drivers/virtio/Makefile"),
+              "obj-$(CONFIG_VIRTIO) += virtio.o virtio_ring.o\nobj-$(CONFIG_VIRTIO_PCI) += virtio_pci.o\n")
+        write(os.path.join(self.tree, "drivers/char/Makefile"), "obj-$(CONFIG_VIRTIO_CONSOLE) += virtio_console.o\n")
+        write(os.path.join(self.tree, "Documentation/Makefile"), "obj-$(CONFIG_XFS_FS) += nonsense.o\n")
+        # The package: image, config, modules (not ELF: modules.dep given).
+        self.root = os.path.join(self.tmp, "pkg")
+        os.makedirs(os.path.join(self.root, "boot"))
+        with open(os.path.join(self.root, "boot", f"vmlinuz-{REL}"), "wb") as f:
+            f.write(b"\0" * 514 + b"HdrS" + b"\0" * 64)
+        write(os.path.join(self.root, "boot", f"config-{REL}"),
+              "CONFIG_XFS_FS=m\nCONFIG_BLK_DEV_LOOP=y\nCONFIG_VIRTIO_PCI=m\nCONFIG_VIRTIO_CONSOLE=m\n"
+              "CONFIG_VIRTIO=m\nCONFIG_LIBCRC32C=m\n# CONFIG_CAN is not set\n")
+        mods = os.path.join(self.root, "lib", "modules", REL)
+        for m in ("fs/xfs/xfs.ko.xz", "fs/xfs/xfs_other.ko.xz", "lib/libcrc32c.ko.xz",
+                  "drivers/virtio/virtio.ko.xz", "drivers/virtio/virtio_ring.ko.xz",
+                  "drivers/virtio/virtio_pci.ko.xz", "drivers/char/virtio_console.ko.xz",
+                  "drivers/gpu/big.ko.xz"):
+            write(os.path.join(mods, "kernel", m), m)
+        write(os.path.join(mods, "modules.dep"), "\n".join([
+            "kernel/fs/xfs/xfs.ko.xz: kernel/lib/libcrc32c.ko.xz",
+            "kernel/fs/xfs/xfs_other.ko.xz:",
+            "kernel/lib/libcrc32c.ko.xz:",
+            "kernel/drivers/virtio/virtio.ko.xz:",
+            "kernel/drivers/virtio/virtio_ring.ko.xz:",
+            "kernel/drivers/virtio/virtio_pci.ko.xz: kernel/drivers/virtio/virtio_ring.ko.xz "
+            "kernel/drivers/virtio/virtio.ko.xz",
+            "kernel/drivers/char/virtio_console.ko.xz: kernel/drivers/virtio/virtio_ring.ko.xz "
+            "kernel/drivers/virtio/virtio.ko.xz",
+            "kernel/drivers/gpu/big.ko.xz:", ""]))
+        write(os.path.join(mods, "modules.alias"), "alias fs-xfs xfs\n")
+        self.metas = {
+            "xfs-thing": {"name": "xfs-thing", "kconfig": ["CONFIG_XFS_FS", "CONFIG_BLK_DEV_LOOP"], "disk_mib": 0},
+            "can-thing": {"name": "can-thing", "kconfig": ["CONFIG_CAN"], "disk_mib": 0},
+        }
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+        del os.environ["KREPRO_CACHE"]
+
+    def plan(self):
+        return distro.Plan("x86_64", REL, self.root, self.tree, self.metas, ["xfs-thing", "can-thing"])
+
+    def test_found_in_a_deb_an_unpacked_package_and_beside_a_vmlinuz(self):
+        deb = os.path.join(self.tmp, "linux-image-test.deb")
+        os.makedirs(os.path.join(self.root, "DEBIAN"))
+        write(os.path.join(self.root, "DEBIAN", "control"),
+              "Package: linux-image-test\nVersion: 1\nArchitecture: amd64\nMaintainer: k <k@k>\nDescription: t\n")
+        subprocess.run(["dpkg-deb", "--root-owner-group", "-b", self.root, deb], check=True,
+                       stdout=subprocess.DEVNULL)
+        shutil.rmtree(os.path.join(self.root, "DEBIAN"))
+        image, rel, root = distro.resolve(deb)
+        self.assertEqual(rel, REL)
+        self.assertTrue(root.startswith(os.path.join(self.tmp, "cache", "distro")))
+        self.assertTrue(os.path.isfile(os.path.join(root, "lib", "modules", REL, "kernel", "fs", "xfs", "xfs.ko.xz")))
+        self.assertEqual(distro.resolve(self.root)[1:], (REL, self.root))
+        vmlinuz = os.path.join(self.root, "boot", f"vmlinuz-{REL}")
+        self.assertEqual(distro.resolve(vmlinuz), (vmlinuz, REL, self.root))
+        # A plain image, nothing beside it: not a distribution kernel.
+        plain = os.path.join(self.tmp, "bzImage")
+        shutil.copy(vmlinuz, plain)
+        self.assertIsNone(distro.resolve(plain))
+
+    def test_options_map_to_objects_by_the_trees_makefiles(self):
+        objs = distro.option_objects(self.tree)
+        self.assertEqual(objs["CONFIG_XFS_FS"], ["fs/xfs/xfs"])
+        self.assertEqual(objs["CONFIG_LIBCRC32C"], ["lib/libcrc32c"])  # a continued line
+        self.assertEqual(objs["CONFIG_VIRTIO"], ["drivers/virtio/virtio", "drivers/virtio/virtio_ring"])
+
+    def test_modules_to_load_in_order_and_what_is_missing(self):
+        p = self.plan()
+        # virtio first (the KTAP channel), each module after what it needs;
+        # loop is built in, CAN absent (the harness says SKIP in the guest).
+        self.assertEqual(p.names("xfs-thing"),
+                         ["virtio_ring", "virtio", "virtio_pci", "virtio_console", "libcrc32c", "xfs"])
+        self.assertEqual(p.names("can-thing"), ["virtio_ring", "virtio", "virtio_pci", "virtio_console"])
+        self.assertEqual(p.missing["xfs-thing"], [])
+        # The directories' other modules come along (on-demand loading), no others.
+        self.assertIn("kernel/fs/xfs/xfs_other.ko.xz", p.files)
+        self.assertNotIn("kernel/drivers/gpu/big.ko.xz", p.files)
+
+    def test_a_module_the_package_lacks_is_named(self):
+        os.remove(os.path.join(self.root, "lib", "modules", REL, "kernel", "fs", "xfs", "xfs.ko.xz"))
+        with open(os.path.join(self.root, "lib", "modules", REL, "modules.dep")) as f:
+            dep = f.read().replace("kernel/fs/xfs/xfs.ko.xz: kernel/lib/libcrc32c.ko.xz\n", "")
+        write(os.path.join(self.root, "lib", "modules", REL, "modules.dep"), dep)
+        self.assertEqual(self.plan().missing["xfs-thing"],
+                         ["CONFIG_XFS_FS=m, but no module of it found among the package's"])
+
+    def test_overlay_appended_to_the_guest_image(self):
+        base = os.path.join(self.tmp, "initramfs.cpio")
+        stage = os.path.join(self.tmp, "base")
+        write(os.path.join(stage, "init"), "#!/bin/sh\n")
+        subprocess.run(f"cd {stage} && find . | cpio -o -H newc --quiet > {base}", shell=True, check=True)
+        out = distro.guest_image(self.plan(), base, "x86_64")
+        with open(base, "rb") as f:
+            head = f.read()
+        with open(out, "rb") as f:
+            whole = f.read()
+        self.assertTrue(whole.startswith(head))
+        listing = subprocess.run(["cpio", "-t", "--quiet"], input=whole[len(head):],
+                                 capture_output=True, check=True).stdout.decode().split()
+        for want in (f"lib/modules/{REL}/kernel/fs/xfs/xfs.ko.xz", f"lib/modules/{REL}/modules.dep",
+                     f"lib/modules/{REL}/modules.alias", "etc/krepro/modules/xfs-thing",
+                     f"boot/config-{REL}", "usr/sbin/modprobe"):
+            self.assertIn(want, listing)
+        self.assertNotIn(f"lib/modules/{REL}/kernel/drivers/gpu/big.ko.xz", listing)
+        # Cached: the same inputs give the same file without a rebuild.
+        self.assertEqual(distro.guest_image(self.plan(), base, "x86_64"), out)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
