@@ -476,8 +476,30 @@ cmd_build_tree() {
 	echo "$obj/$(image_path_in_obj)"
 }
 
+# A Debian kernel package as Debian's archive has it today, downloaded (never
+# installed) into the cache: PKG is a metapackage (linux-image-cloud-amd64)
+# or a real one. Prints the .deb's path, for run-in-qemu.sh --kernel.
+cmd_fetch_debian() {
+	local pkg=${1:?package} real dir deb f
+	real=$(apt-cache depends "$pkg" 2>/dev/null | sed -n 's/^  Depends: \(linux-image-[^ ]*\)$/\1/p' | head -1)
+	[ -n "$real" ] || real=$pkg
+	dir=$KREPRO_CACHE/distro/debs
+	mkdir -p "$dir"
+	deb=
+	for f in "$dir/${real}"_*.deb; do [ -f "$f" ] && deb=$f; done
+	if [ -z "$deb" ]; then
+		log "downloading $real ($pkg) from Debian's archive"
+		(cd "$dir" && apt-get download "$real" >/dev/null 2>&1) ||
+			{ apt-get update >/dev/null 2>&1 && (cd "$dir" && apt-get download "$real" >/dev/null 2>&1); } ||
+			die "apt-get download $real failed"
+		deb=$(ls "$dir/${real}"_*.deb | tail -1)
+	fi
+	echo "$deb"
+}
+
 case ${1:-} in
 tree) cmd_tree ;;
+fetch-debian) cmd_fetch_debian "${2:-}" ;;
 check-series) shift; cmd_check_series "$@" ;;
 build-series) shift; cmd_build_series "$@" ;;
 build-tree) cmd_build_tree "${2:-}" ;;
@@ -485,5 +507,5 @@ stale) cmd_stale "${2:?flavour}" ;;
 series) cmd_series "${2:?flavour}" ;;
 build) shift; cmd_build "$@" ;;
 check-patches) cmd_check_patches ;;
-*) echo "usage: $0 tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR" >&2; exit 2 ;;
+*) echo "usage: $0 tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | fetch-debian PKG" >&2; exit 2 ;;
 esac
