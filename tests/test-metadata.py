@@ -2,7 +2,9 @@
 """Check what every reproducer declares (build/repro/<id>.json, written by the
 native build from its --describe) against the rest of the repository: the
 kernel config fragments its arches' kernels are built from, its fix patch,
-the kernel report table its signatures name, and its directory.
+the kernel report table its signatures name, and its directory; and that the
+kinds the signature comment in repro/lib/krepro.h and
+docs/adding-a-reproducer.md list are the table's.
 
 usage: test-metadata.py BUILD/repro
 Each failed check prints the reproducer and what; exit 1 if any failed.
@@ -104,6 +106,22 @@ def report_kinds():
             if line.strip() and not line.startswith("#"):
                 kinds.add(line.split("\t", 1)[0])
     return kinds
+
+
+# Where the kinds are listed for reproducer authors: "kernel-reports.tsv (KASAN,
+# ...)" in each file, its line breaks and comment stars aside.
+KIND_LISTS = {os.path.join("repro", "lib", "krepro.h"): r"kernel-reports\.tsv \(([A-Z, ]+)\)",
+              os.path.join("docs", "adding-a-reproducer.md"): r"kernel-reports\.tsv` \(([A-Z, ]+)\)"}
+
+
+def check_kind_lists(kinds):
+    for rel, pattern in KIND_LISTS.items():
+        with open(os.path.join(TOP, rel)) as f:
+            text = re.sub(r"\s*\n\s*\*?\s*", " ", f.read())
+        m = re.search(pattern, text)
+        listed = {k.strip() for k in m.group(1).split(",")} if m else set()
+        if listed != kinds:
+            fail("(all)", f"{rel} lists kinds {sorted(listed)}, kernel-reports.tsv has {sorted(kinds)}")
 
 
 def fix_patch_headers(patch_dir):
@@ -246,6 +264,7 @@ def main():
             fail(repro, f"kernel-patches/{repro}/ has no reproducer of that name")
 
     kinds = report_kinds()
+    check_kind_lists(kinds)
     configs = {}
     for name, meta in sorted(metas.items()):
         check_fields(name, meta)

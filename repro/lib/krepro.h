@@ -31,9 +31,10 @@ struct krepro_case {
  * as this bug only when it matches a signature; any other report is OTHER.
  */
 struct krepro_signature {
-	/* A kind from column 1 of kernel-reports.tsv (KASAN, REFCOUNT, BUG,
-	 * WARNING, FORTIFY, GPF, OOPS, HUNG, RCU, PANIC, UBSAN, KFENCE), or
-	 * "HANG": the guest not finishing in its time limit is this bug. */
+	/* A kind from column 1 of kernel-reports.tsv (KASAN, KFENCE, KCSAN,
+	 * UBSAN, REFCOUNT, FORTIFY, LIST, ODEBUG, MEMLEAK, BUG, TRAP, GPF,
+	 * OOPS, WARNING, LOCKDEP, HUNG, RCU, NETDEV, PANIC), or "HANG": the
+	 * guest not finishing in its time limit is this bug. */
 	const char *kind;
 	/* POSIX ERE, also valid Python re, searched in the report's title as
 	 * the classifier writes it (column 3 after expansion, offsets removed:

@@ -172,6 +172,8 @@ def render(results, any_report=None, quiet=False):
             else:
                 findings.append(f"- a kernel report that is not this bug: {bad[0]['evidence']}"
                                 + ("" if r["role"] == "bug" else " (a finding on this kernel)"))
+            if rep and rep.get("culprit"):
+                findings.append(f"- report: {rep['title']} | culprit (syzbot-style title): {rep['culprit']}")
             if rep and rep.get("frames"):
                 findings.append(f"- trace: {' < '.join(rep['frames'][:12])}")
             findings.append(f"- log: {bad[0]['log']}")

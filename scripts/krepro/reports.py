@@ -4,6 +4,11 @@ The report table is repro/lib/kernel-reports.tsv, shared with the in-guest
 harness. A report found after the reproducer's start mark is this bug when it
 matches one of the reproducer's declared signatures (kind, title pattern, a
 function its trace must contain); any other report is OTHER.
+
+Beside its title a report gets a culprit title, syzbot's way of naming it:
+the row's culprit stem, " in ", and the first function of its trace that is
+not reporting machinery (MACHINERY below), e.g. "WARNING in
+blk_mq_start_request" where the title names refcount_warn_saturate.
 """
 import os
 import re
@@ -17,9 +22,12 @@ OFFSETS = re.compile(r"\+0x[0-9a-f]+/0x[0-9a-f]+")
 INIT_STARTED = re.compile(r"^krepro-init: started")
 START_MARK = re.compile(r"^krepro(-init)?: (running )?([A-Za-z0-9_.-]+)(: start)?$")
 RESULT = re.compile(r"^krepro-init: result name=([A-Za-z0-9_.-]+) exit=([0-9]+)")
-# Frames: x86 "func+0x1c/0x40", "RIP: 0010:func+0x..."; ARM "[<c0..>] (func) from".
-FRAME = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\+0x[0-9a-f]+/0x[0-9a-f]+")
-ARM_FRAME = re.compile(r"\] \(([A-Za-z_][A-Za-z0-9_.]*)\)")
+# Frames, in the order a line names them: x86 "func+0x1c/0x40", "RIP:
+# 0010:func+0x..."; ARM "[<c0..>] (func) from [<c0..>] (caller+0x..)" and,
+# without CONFIG_BACKTRACE_VERBOSE, " func from caller+0x..".
+FRAME = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\+0x[0-9a-f]+/0x[0-9a-f]+"
+                   r"|\] \(([A-Za-z_][A-Za-z0-9_.]*)\)"
+                   r"|^ *([A-Za-z_][A-Za-z0-9_.]*) from [A-Za-z_]")
 REPORT_END = re.compile(r"^(---\[ end |={20,}$|krepro-init: )")
 TRACE_LINES = 150
 
@@ -28,6 +36,7 @@ EXIT_OUTCOME = {0: "PASS", 1: "FAIL", 2: "BROKEN", 4: "SKIP"}
 
 
 def load_patterns(path=PATTERNS_TSV):
+    """The table's rows: (kind, compiled regex, title, culprit stem or None)."""
     rows = []
     with open(path) as f:
         for n, line in enumerate(f, 1):
@@ -35,15 +44,15 @@ def load_patterns(path=PATTERNS_TSV):
             if not line or line.startswith("#"):
                 continue
             cols = line.split("\t")
-            if len(cols) != 3:
-                raise ValueError(f"{path}:{n}: want kind<TAB>regex<TAB>title")
-            kind, regex, title = cols
-            rows.append((kind, re.compile("^(?:" + regex + ")"), title))
+            if len(cols) not in (3, 4):
+                raise ValueError(f"{path}:{n}: want kind<TAB>regex<TAB>title[<TAB>culprit stem]")
+            kind, regex, title, stem = cols + [None] * (4 - len(cols))
+            rows.append((kind, re.compile("^(?:" + regex + ")"), title, stem))
     return rows
 
 
 def kinds():
-    return {k for k, _, _ in load_patterns()}
+    return {row[0] for row in load_patterns()}
 
 
 def console_lines(text):
@@ -53,17 +62,111 @@ def console_lines(text):
 
 
 def classify(text, patterns=None):
-    """Report header lines in a console log: dicts with kind, title, line, text."""
+    """Report header lines in a console log: dicts with kind, title, stem (the
+    culprit stem, None for the title), line, text."""
     patterns = patterns or load_patterns()
     found = []
     for n, line in console_lines(text):
-        for kind, regex, title in patterns:
+        for kind, regex, title, stem in patterns:
             m = regex.match(line)
             if m:
-                t = OFFSETS.sub("", m.expand(title)).strip()
-                found.append({"kind": kind, "title": t, "line": n, "text": line})
+                t, st = (OFFSETS.sub("", m.expand(x)).strip() if x else None for x in (title, stem))
+                found.append({"kind": kind, "title": t, "stem": st, "line": n, "text": line})
                 break
     return found
+
+
+def line_frames(line):
+    """The functions a console line names as trace frames, in order."""
+    return [next(g for g in m.groups() if g) for m in FRAME.finditer(line)]
+
+
+# The reporting machinery: functions that print, check, trap, lock, wait,
+# allocate or copy on the culprit's behalf, never the culprit (matched whole,
+# after ".isra.0"-style suffixes are dropped). Syzkaller's skip list
+# (pkg/report/linux.go) was the guide.
+MACHINERY = (
+    # printing the report, reaching it through a trap
+    r"_*dump_stack(_lvl)?", r"show_stack", r"show_regs", r"dump_backtrace", r"unwind_backtrace",
+    r"sched_show_task", r"print_.*", r"_*v?printk.*", r"__warn(_printk)?", r"warn_slowpath.*",
+    r"report_bug", r"handle_bug", r"fixup_bug", r"exc_.*", r"asm_exc_.*", r"(do_)?invalid_op",
+    r"do_(error_)?trap", r"do_undefinstr", r"bug_handler", r"__und_svc.*", r"_*die", r"oops_end",
+    r"_*panic.*", r"nmi_cpu_backtrace", r"(nmi|arch)_trigger_cpumask_backtrace",
+    # the checkers themselves
+    r"_*kasan_.*", r"__asan_.*", r"_*kfence_.*", r"_*kcsan_.*", r"__tsan_.*", r"_*ubsan_.*",
+    r"__sanitizer_.*", r"_*check_.*", r"_*refcount_.*", r"kref_.*", r"_*fortify_.*", r"__list_.*",
+    r"list_(add|del|move|replace|splice).*", r"__stack_chk_fail", r"_*debug_.*",
+    r"_*might_(sleep|resched|fault)", r"__cant_(sleep|migrate)", r"__schedule_bug",
+    r"__this_cpu_preempt_check", r"_*lockdep_.*", r"register_lock_class", r"_*lock_acquire.*",
+    r"_*lock_release", r"lock_acquired", r"lock_contended", r"mark_lock.*", r"validate_chain",
+    # faults
+    r"_*bad_area_nosemaphore", r"page_fault_oops", r"kernelmode_fixup_or_oops",
+    r"do_user_addr_fault", r"do_kern_addr_fault", r"__do_kernel_fault", r"do_page_fault",
+    r"do_DataAbort", r"do_PrefetchAbort", r"__dabt_svc", r"__pabt_svc",
+    # timer and NMI plumbing that interrupts a stalled CPU
+    r"rcu_(sched_clock_irq|check_callbacks|pending|dump_cpu_stacks|stall_.*)",
+    r"update_process_times", r"tick_.*", r"__hrtimer_run_queues", r"hrtimer_interrupt",
+    r"_*sysvec_.*", r"asm_sysvec_.*", r"(smp_)?apic_timer_interrupt", r"_*irq_exit.*",
+    # locking, sleeping and waiting primitives
+    r"_raw_(spin|read|write)_(try)?lock.*", r"_raw_(spin|read|write)_unlock.*",
+    r"do_raw_(spin|read|write)_.*", r"(native_|__pv_)?queued_(spin|read|write)_lock_slowpath",
+    r"(spin|read|write)_(try)?lock.*", r"(spin|read|write)_unlock.*",
+    r"_*mutex_(lock|unlock|trylock).*", r"_*rt_mutex_.*", r"_*rwsem_.*", r"__down.*",
+    r"down(_read|_write)?(_killable|_interruptible|_trylock|_nested)?", r"up(_read|_write)?",
+    r"__schedule", r"schedule(_timeout.*|_preempt_disabled|_hrtimeout.*)?", r"io_schedule.*",
+    r"preempt_schedule.*", r"__switch_to.*", r"context_switch", r"finish_task_switch",
+    r"_*(do_)?wait_for_common.*", r"wait_for_completion.*", r"_*flush_work(queue)?",
+    r"__cancel_work_timer", r"cancel_(delayed_)?work_sync", r"drain_workqueue", r"rcu_barrier",
+    r"kthread_stop", r"complete(_all)?", r"__wake_up.*", r"_*wait_on_bit.*",
+    r"out_of_line_wait_on_bit.*", r"wait_on_page_bit.*", r"folio_wait_bit.*", r"_*lock_page.*",
+    r"unlock_page", r"_*folio_(lock|unlock|wait).*", r"bit_wait.*",
+    # allocating, freeing, copying
+    r"_*kmalloc.*", r"kzalloc.*", r"kcalloc", r"kvmalloc.*", r"kvzalloc.*", r"krealloc.*",
+    r"_*kmem_cache_(alloc|free).*", r"_*slab_.*", r"kmemleak_.*", r"create_object",
+    r"_*alloc_pages.*", r"_*vmalloc.*", r"_*vunmap", r"k?v?free", r"kfree_sensitive",
+    r"kmemdup.*", r"kstrn?dup.*", r"memdup_user.*", r"v?kasprintf",
+    r"_*(memcpy|memmove|memset|memcmp|memchr|memscan)", r"str(n|l|s)?(cpy|cat|cmp|len|chr|dup)",
+    r"strr?chr", r"strn?str", r"v?s(n|cn)?printf", r"_?copy_(to|from)_user.*", r"__copy_.*_user.*",
+    r"copy_(to|from)_iter.*", r"_*usercopy_.*",
+)
+MACHINERY_RE = re.compile("(?:" + "|".join(MACHINERY) + ")$")
+# Syscall wrappers differ between kernels and arches; syzbot drops them.
+SYSCALL_PREFIX = re.compile(r"^(__(x64|ia32|arm64)_)?(__do_sys_|__se_sys_|____sys_|___sys_|"
+                            r"__sys_|__se_|compat_SyS_|compat_SYSC_|SYSC_|SyS_|sys_|ksys_)")
+# Frames that are not the trace of the report: unreliable ("? func"), ARM's
+# link register, the locks lockdep lists as held ("#0: ... at: func") and
+# its irq-state history, and ODEBUG's hint (the object's callback).
+NOT_TRACE = re.compile(r"^ *(\[<[0-9a-f]+>\] )?\? |^LR is at|^ *#[0-9]+: |"
+                       r"irqs last +(en|dis)abled at")
+# Sections that are history, not the trace: the allocation and free stacks
+# of KASAN and KFENCE, lockdep's earlier dependency chain and lock-state
+# registration, where preemption was disabled. (opener, closer)
+HISTORY = ((re.compile(r"^(Allocated|Freed) by task|^Last potentially related work|"
+                       r"^Second to last potentially related work|^kfence-#[0-9]+ .*allocated by task|"
+                       r"^freed by task"),
+            re.compile(r"^CPU: |^The buggy address|^Memory state")),
+           (re.compile(r"^the existing dependency chain"), re.compile(r"^other info that might help")),
+           (re.compile(r"state was registered at:$"), re.compile(r"^irq event stamp:")),
+           (re.compile(r"Preemption disabled at:$"), re.compile(r"^CPU: ")))
+
+
+def culprit_function(frames):
+    """The first function that is not reporting machinery, without its
+    compiler suffix and syscall wrapper prefix; None when there is none."""
+    for f in frames:
+        name = f.split(".")[0]
+        if not MACHINERY_RE.match(name):
+            return SYSCALL_PREFIX.sub("", name) or name
+    return None
+
+
+def culprit_title(stem, title, frames):
+    """syzbot's kind of title: "STEM in FUNCTION"; the stem alone when no
+    frame is outside the machinery; the title when the row has no stem."""
+    if not stem:
+        return title
+    func = culprit_function(frames)
+    return f"{stem} in {func}" if func else stem
 
 
 def crashes(text, patterns=None):
@@ -71,8 +174,8 @@ def crashes(text, patterns=None):
     (a refcount_t line and its WARNING, FORTIFY then kernel BUG then Oops) are
     one crash, titled by its first header. A crash ends at an end-of-trace
     line, KASAN's closing rule, the next krepro line, or TRACE_LINES lines.
-    Dicts: kind, title, line, headers [(kind, title)], frames (its trace's
-    functions, in order)."""
+    Dicts: kind, title, culprit (culprit_title()), line, headers [(kind,
+    title)], frames (its trace's functions, in order)."""
     patterns = patterns or load_patterns()
     lines = list(console_lines(text))
     heads = {h["line"]: h for h in classify(text, patterns)}
@@ -88,12 +191,20 @@ def crashes(text, patterns=None):
             if cur is None:
                 cur = {"kind": h["kind"], "title": h["title"], "line": n, "headers": [], "frames": []}
                 out.append(cur)
-                start = i
+                start, stem, trace, history = i, h["stem"], [], None
             cur["headers"].append([h["kind"], h["title"]])
-        if cur is not None:
-            for f in FRAME.findall(line) + ARM_FRAME.findall(line):
-                if f not in cur["frames"]:
-                    cur["frames"].append(f)
+        if cur is None:
+            continue
+        for f in line_frames(line):
+            if f not in cur["frames"]:
+                cur["frames"].append(f)
+        if history is not None and history.search(line):
+            history = None
+        if history is None:
+            history = next((close for opener, close in HISTORY if opener.search(line)), None)
+        if history is None and not NOT_TRACE.search(line):
+            trace += line_frames(line.split(" hint: ")[0])
+        cur["culprit"] = culprit_title(stem, cur["title"], trace)
     return out
 
 
