@@ -8,6 +8,12 @@
 #   bench/bench.sh --cold      first a cold build of unpatched (scratch object
 #                              directory, ccache off) and the incremental
 #                              patched build after it; ~20 minutes on 2 cores
+#   bench/bench.sh --cold-debug-info
+#                              side by side, cold builds of unpatched (scratch
+#                              object directories, ccache off) without and with
+#                              kernel-patches/config/debug-info.config; the
+#                              ratio, and whether .text is the same; ~20 minutes
+#                              on 2 cores (ARCH=arm for the ARM kernel)
 #   bench/bench.sh --sequential-only
 #                              the sequential matrix only
 #
@@ -20,10 +26,11 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 MISS=${MISS:-0.01}
 REPEAT=${REPEAT:-5}
 ARCH=${ARCH:-x86_64}
-cold=0 fixed=1
+cold=0 fixed=1 debug_info=0
 for a in "$@"; do
 	case $a in
 	--cold) cold=1 ;;
+	--cold-debug-info) debug_info=1 ;;
 	--sequential-only) fixed=0 ;;
 	*) die "unknown argument $a (see the top of $0)" ;;
 	esac
@@ -38,6 +45,40 @@ if [ "$cold" = 1 ]; then
 	for f in unpatched patched; do
 		echo "build $f: $(KREPRO_KERNELS=$scratch/kernels && cat "$(kernel_image "$f").timing")"
 	done
+fi
+
+if [ "$debug_info" = 1 ]; then
+	scratch=$(mktemp -d "$KREPRO_CACHE/bench.XXXXXX")
+	trap 'rm -rf "$scratch"' EXIT
+	# Without: a copy of kernel-patches lacking the fragment (its stamp differs,
+	# so nothing in the cache is touched).
+	cp -r "$TOP/kernel-patches" "$scratch/without"
+	rm "$scratch/without/config/debug-info.config"
+	for v in without with; do
+		p=$TOP/kernel-patches
+		[ "$v" = without ] && p=$scratch/without
+		echo "== cold $ARCH unpatched $v debug-info.config (scratch objects, ccache off)"
+		CCACHE_DISABLE=1 KREPRO_ARCH=$ARCH KREPRO_PATCHES=$p KREPRO_OBJ=$scratch/obj-$v \
+			KREPRO_KERNELS=$scratch/kernels-$v "$TOP/scripts/kernels.sh" build unpatched
+	done
+	img=$(basename "$(KREPRO_ARCH=$ARCH kernel_image unpatched)")
+	for v in without with; do
+		echo "build $v: $(cat "$scratch/kernels-$v/$img.timing")" \
+			"vmlinux $(du -m "$scratch/kernels-$v/$img.vmlinux" | cut -f1) MB"
+	done
+	s0=$(sed 's/seconds=\([0-9]*\).*/\1/' "$scratch/kernels-without/$img.timing")
+	s1=$(sed 's/seconds=\([0-9]*\).*/\1/' "$scratch/kernels-with/$img.timing")
+	echo "with / without: $(awk -v a="$s1" -v b="$s0" 'BEGIN { printf "%.2f", a / b }')"
+	objcopy=$(KREPRO_ARCH=$ARCH arch_field cross)objcopy
+	for v in without with; do
+		$objcopy -O binary -j .text "$scratch/kernels-$v/$img.vmlinux" "$scratch/text-$v"
+	done
+	if cmp -s "$scratch/text-without" "$scratch/text-with"; then
+		echo ".text: identical ($(du -k "$scratch/text-with" | cut -f1) KiB)"
+	else
+		echo ".text: differs"
+	fi
+	exit 0
 fi
 
 echo "== last builds of the cached flavours ($KREPRO_KERNELS)"

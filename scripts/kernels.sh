@@ -5,6 +5,7 @@
 #   kernels.sh series FLAVOUR    print the patches that make FLAVOUR, in order
 #   kernels.sh build [FLAVOUR..] build the flavours that are missing or stale
 #   kernels.sh stale FLAVOUR     print "stale" when FLAVOUR needs a build
+#   kernels.sh stamp FLAVOUR     print the build stamp FLAVOUR's image will carry
 #   kernels.sh check-patches     every patch applies; bug+fix is a no-op (DESIGN.md)
 #   kernels.sh check-series TREE BASE PATCH...
 #                                PATCHes apply in order on commit BASE of git TREE
@@ -373,6 +374,12 @@ cmd_stale() {
 	fi
 }
 
+# The stamp FLAVOUR's image will carry (the key of the recorded FAIL rates).
+cmd_stamp() {
+	git_tree rev-parse -q --verify pristine >/dev/null 2>&1 || cmd_tree >&2
+	flavour_stamp "$1"
+}
+
 # --- triage builds: the gate's series and a user's own tree ---
 
 # Apply PATCHes on BASE in a scratch index of TREE (nothing on disk changes);
@@ -504,8 +511,9 @@ check-series) shift; cmd_check_series "$@" ;;
 build-series) shift; cmd_build_series "$@" ;;
 build-tree) cmd_build_tree "${2:-}" ;;
 stale) cmd_stale "${2:?flavour}" ;;
+stamp) cmd_stamp "${2:?flavour}" ;;
 series) cmd_series "${2:?flavour}" ;;
 build) shift; cmd_build "$@" ;;
 check-patches) cmd_check_patches ;;
-*) echo "usage: $0 tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | fetch-debian PKG" >&2; exit 2 ;;
+*) echo "usage: $0 tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | stamp FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | fetch-debian PKG" >&2; exit 2 ;;
 esac

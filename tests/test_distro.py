@@ -96,6 +96,17 @@ class Distro(unittest.TestCase):
         shutil.copy(vmlinuz, plain)
         self.assertIsNone(distro.resolve(plain))
 
+    def test_debug_vmlinux_of_a_dbg_package(self):
+        dbg = os.path.join(self.tmp, "dbg")
+        self.assertIsNone(distro.debug_vmlinux(dbg, REL))
+        write(os.path.join(dbg, "usr/lib/debug/boot", f"vmlinux-{REL}"), "elf")
+        self.assertEqual(distro.debug_vmlinux(dbg, REL),
+                         (os.path.join(dbg, "usr/lib/debug/boot", f"vmlinux-{REL}"), None))
+        write(os.path.join(dbg, "usr/lib/debug/lib/modules", REL, "kernel/fs/xfs/xfs.ko"), "elf")
+        self.assertEqual(distro.debug_vmlinux(dbg)[1], os.path.join(dbg, "usr/lib/debug/lib/modules", REL))
+        # Another release's package is not this kernel's.
+        self.assertIsNone(distro.debug_vmlinux(dbg, "6.1.0-1-amd64"))
+
     def test_options_map_to_objects_by_the_trees_makefiles(self):
         objs = distro.option_objects(self.tree)
         self.assertEqual(objs["CONFIG_XFS_FS"], ["fs/xfs/xfs"])

@@ -105,7 +105,11 @@ class Runner(unittest.TestCase):
                      ["-j", "0", "fake-bug"], ["--via", "ssh", "fake-bug"], ["--via", "lava:", "fake-bug"],
                      ["--artifacts", f"{self.tmp}=http://x", "fake-bug"],
                      ["--via", "lava:lab", "--artifacts", "/nonexistent=http://x", "fake-bug"],
-                     ["--via", "lava-run", "--keep", "fake-bug"]):
+                     ["--via", "lava-run", "--keep", "fake-bug"],
+                     ["--vmlinux", "/etc/hostname", "fake-bug"],
+                     ["--kernel", "patched", "--vmlinux", "/etc/hostname", "fake-bug"],
+                     ["--kernel", os.path.join(self.tmp, "kernels", "bzImage-x86_64-patched"),
+                      "--vmlinux", "/nonexistent", "fake-bug"]):
             with self.subTest(args=args):
                 self.assertEqual(self.run_krepro(*args), 128, self.out)
         self.assertEqual(self.boots(), 0)
@@ -175,6 +179,17 @@ class Runner(unittest.TestCase):
         self.assertEqual(run["outcome"], "FAIL")
         self.assertEqual(run["signature"], "report: refcount_t: addition on 0; use-after-free")
         self.assertIn("+1 later report(s) not in its signature: WARNING in __queue_work", run["evidence"])
+
+    def test_a_fail_without_a_vmlinux_says_why_its_report_is_not_decoded(self):
+        self.set_plan("bug-report")
+        self.run_krepro("--repeat", "1", "fake-bug")
+        run = self.record()["runs"][0]
+        self.assertEqual(run["outcome"], "FAIL")
+        self.assertNotIn("report", run)
+        self.assertIn("no vmlinux for this kernel", run["decode_error"])
+        self.assertIn("report not decoded: no vmlinux", self.out)
+        with open(os.path.join(self.results, "summary.md")) as f:
+            self.assertIn("- not decoded: no vmlinux for this kernel", f.read())
 
     def test_harness_fail_on_a_report_that_is_not_the_bug_is_other(self):
         # The reproducer exits 1 only because of a kernel report: not its evidence.

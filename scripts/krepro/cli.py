@@ -66,6 +66,10 @@ usage: run-in-qemu.sh [options] <repro>...
                     stopped at its first instruction, nokaslr on the kernel command
                     line; prints the gdb command that attaches (with this image's
                     vmlinux where krepro kept it)
+  --vmlinux PATH    debug information of the one --kernel PATH: its vmlinux, or
+                    Debian's linux-image-*-dbg package (.deb or unpacked). FAIL and
+                    OTHER reports are decoded to file:line with it (krepro's own
+                    builds keep their vmlinux; without one, reports stay raw)
   --list            the reproducers of the matrix for --arch (all but the sweeps,
                     which declare why they are left out; run those by name)
   --report DIR      re-render a past run's reports from its run.json; boots nothing
@@ -140,6 +144,7 @@ def parse(argv):
     p.add_argument("--append", default="")
     p.add_argument("--qemu-opts", default="")
     p.add_argument("--gdb", nargs="?", const=1234, type=positive("--gdb"))
+    p.add_argument("--vmlinux")
     p.add_argument("--list", action="store_true")
     p.add_argument("--report")
     p.add_argument("repros", nargs="*")
@@ -248,6 +253,15 @@ def main(argv):
             k.check()
     except runner.UsageError as e:
         return fail(str(e))
+    if o.vmlinux:
+        paths = [k for k in o.kernel_objs if not k.flavour and not k.tree]
+        if len(paths) != 1:
+            return fail("--vmlinux belongs to one --kernel PATH: give exactly one "
+                        "(krepro's flavours and --tree builds keep their own)")
+        try:
+            paths[0].set_debug(o.vmlinux)
+        except runner.UsageError as e:
+            return fail(str(e))
     labels = [k.label for k in o.kernel_objs]
     if len(set(labels)) != len(labels):
         return fail(f"two kernels share the label {labels!r}: give files distinct names")

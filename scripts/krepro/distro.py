@@ -77,6 +77,18 @@ def resolve(spec):
     return images[0], release, root
 
 
+def debug_vmlinux(root, release=None):
+    """(vmlinux, modules' debug directory or None) of a -dbg package unpacked
+    at root (or installed, root "/"), for release or the only one there."""
+    boot = os.path.join(root, "usr", "lib", "debug", "boot")
+    names = sorted(glob.glob(os.path.join(boot, f"vmlinux-{release or '*'}")))
+    if len(names) != 1:
+        return None
+    rel = os.path.basename(names[0])[len("vmlinux-"):]
+    mods = os.path.join(root, "usr", "lib", "debug", "lib", "modules", rel)
+    return names[0], (mods if os.path.isdir(mods) else None)
+
+
 def read_config(path):
     """{CONFIG_X: value} of a kernel config file."""
     out = {}

@@ -7,7 +7,9 @@ import sys
 from xml.sax.saxutils import escape, quoteattr
 
 from . import stats
+from .decode import report_lines
 from .paths import read
+from .reports import evidence_crash
 
 EXPECTED = {"bug": "FAIL", "fixed": "PASS"}
 
@@ -80,17 +82,16 @@ def md_cell(s):
 
 
 def excerpt(results, run, lines=40):
-    """The kernel report behind a FAIL or OTHER, or the reproducer's own lines."""
-    console = read(os.path.join(results, run["log"])).splitlines()
-    after = [r for r in run.get("reports") or [] if r.get("title") and r["title"] in run["evidence"]]
-    if after and console:
-        start = after[0]["line"] - 1
-        out = []
-        for l in console[start:start + lines]:
-            out.append(l)
-            if "---[ end " in l:
-                break
-        return after[0], out
+    """The kernel report behind a FAIL or OTHER (decoded to file:line where
+    the runner could), or the reproducer's own lines."""
+    rep = evidence_crash(run)
+    if rep:
+        decoded = read(os.path.join(results, run["report"])) if run.get("report") else ""
+        if decoded:
+            return rep, decoded.splitlines()
+        console = read(os.path.join(results, run["log"]))
+        if console:
+            return rep, report_lines(console, rep, lines)
     ktap = read(os.path.join(results, run["ktap"])).splitlines()
     picked = [l for l in ktap if l.startswith("# ") and "FAIL" in l][:12]
     return None, picked or [l for l in ktap if l.startswith(("# ", "not ok"))][:12]
@@ -176,6 +177,10 @@ def render(results, any_report=None, quiet=False):
                 findings.append(f"- report: {rep['title']} | culprit (syzbot-style title): {rep['culprit']}")
             if rep and rep.get("frames"):
                 findings.append(f"- trace: {' < '.join(rep['frames'][:12])}")
+            if rep:
+                findings.append(f"- decoded: {bad[0]['report']} ({bad[0].get('decoded', 0)} lines with file:line)"
+                                if bad[0].get("decoded") else
+                                f"- not decoded: {bad[0].get('decode_error') or 'no decoding recorded'}")
             findings.append(f"- log: {bad[0]['log']}")
             lava_res = bad[0].get("lava_results")
             if lava_res:

@@ -255,6 +255,12 @@ def ktap_lines(ktap, tag):
             if l.startswith("# ") and tag in l and not l.startswith("# hint:")]
 
 
+def evidence_crash(run):
+    """The crash a FAIL or OTHER run names in its evidence, or None."""
+    return next((r for r in run.get("reports") or []
+                 if r.get("title") and r["title"] in (run.get("evidence") or "")), None)
+
+
 def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
     """One guest run's outcome: dict with outcome, evidence, signature (the
     report or own evidence that made it FAIL), reports, exit."""

@@ -11,10 +11,10 @@ import sys
 import threading
 import time
 
-from . import arches, distro, guest, lava, rates, render, stats
+from . import arches, decode, distro, guest, lava, rates, render, stats
 from .guest import log
 from .paths import SCRIPTS, TOP, build, cache, kernels as kernels_dir, read
-from .reports import bug_reported, decide
+from .reports import bug_reported, decide, evidence_crash
 
 USAGE = 128      # git bisect run aborts on a status >= 128
 UNDECIDED = 125  # git bisect run skips the commit
@@ -66,6 +66,7 @@ class Kernel:
         self.tree = spec[5:] if spec.startswith("tree:") else None
         self.image = None
         self.release = self.distro_root = None
+        self.debug = None     # --vmlinux: (vmlinux, its modules' debug directory)
         self.initrd = None    # the run's guest image, unless this kernel needs its own
         if self.flavour:
             self.label = spec
@@ -117,6 +118,36 @@ class Kernel:
             self.image = p.stdout.strip().splitlines()[-1]
         self.image = os.path.realpath(self.image)
         return self.image
+
+    def set_debug(self, spec):
+        """--vmlinux: a vmlinux with debug information, or Debian's
+        linux-image-*-dbg package (.deb or unpacked) holding one."""
+        root = distro.unpack_deb(spec) if spec.endswith(".deb") and os.path.isfile(spec) else spec
+        if os.path.isdir(root):
+            found = distro.debug_vmlinux(root, self.release)
+            if not found:
+                raise UsageError(f"--vmlinux {spec}: no usr/lib/debug/boot/vmlinux-"
+                                 f"{self.release or '*'} in it")
+            self.debug = found
+        elif os.path.isfile(spec):
+            self.debug = (os.path.realpath(spec), None)
+        else:
+            raise UsageError(f"--vmlinux {spec}: no such file")
+
+    def vmlinux(self):
+        """(vmlinux, modules' debug directory) for this kernel, or (None, None):
+        --vmlinux's; the one kernels.sh keeps beside each image it builds; a
+        distribution's -dbg package installed on this host."""
+        if self.debug:
+            return self.debug
+        cands = [self.image + ".vmlinux", os.path.join(os.path.dirname(self.image), "vmlinux")] \
+            if self.image else []
+        found = next((c for c in cands if os.path.isfile(c)), None)
+        if found:
+            return found, None
+        if self.release:
+            return distro.debug_vmlinux("/", self.release) or (None, None)
+        return None, None
 
     @property
     def build_id(self):
@@ -347,7 +378,9 @@ class Run:
         print(f"[row {pr.index}/{nrows} guest {gi}] {pr.repro:<20} {pr.kernel.label:<10} run {n:<3}"
               f" {res['outcome']:<6} {res['seconds']:6.1f}s  {res['evidence']}"
               + (" (row already decided: recorded, not counted)" if late else "")
-              + ("" if res["outcome"] == "PASS" else f"\n       log: {rundir}/console.log"),
+              + ("" if res["outcome"] == "PASS" else f"\n       log: {rundir}/console.log")
+              + (f"\n       report decoded to file:line: {rundir}/report.txt" if res.get("report") else "")
+              + (f"\n       report not decoded: {res['decode_error']}" if res.get("decode_error") else ""),
               file=sys.stderr, flush=True)
         if late or pr.row.decision is None:
             return
@@ -421,10 +454,31 @@ class Run:
         if res["outcome"] in ("BROKEN", "HANG") and via.get("lava_error"):
             res["evidence"] += f" ; LAVA: {via['lava_error']}"
         title = next((r["title"] for r in res["reports"] if r.get("line", 0) >= (res["mark_line"] or 1 << 30)), None)
-        return dict(base, outcome=res["outcome"], evidence=res["evidence"], seconds=secs,
-                    signature=res["signature"], report_title=title, reports=res["reports"][:20],
-                    exit=res["exit"], timed_out=timed_out, stopped_early=early, qemu_status=status,
-                    **via)
+        out = dict(base, outcome=res["outcome"], evidence=res["evidence"], seconds=secs,
+                   signature=res["signature"], report_title=title, reports=res["reports"][:20],
+                   exit=res["exit"], timed_out=timed_out, stopped_early=early, qemu_status=status,
+                   **via)
+        if out["outcome"] in ("FAIL", "OTHER"):
+            self.decode_report(kernel, out, rundir)
+        return out
+
+    def decode_report(self, kernel, run, rundir):
+        """The report behind a FAIL or OTHER, each frame decoded to file:line,
+        into rundir/report.txt (run["report"]); run["decode_error"] says why not."""
+        crash = evidence_crash(run)
+        if not crash:
+            return
+        lines = decode.report_lines(read(os.path.join(rundir, "console.log")), crash)
+        vmlinux, modules = kernel.vmlinux()
+        t0 = time.monotonic()
+        decoded, why = decode.decode(lines, vmlinux, self.arch, tree=kernel.tree, modules=modules)
+        if decoded is None:
+            run["decode_error"] = why
+            return
+        with open(os.path.join(rundir, "report.txt"), "w") as f:
+            f.write("\n".join(decoded) + "\n")
+        run.update(report=f"{run['dir']}/report.txt", decoded=decode.decoded_frames(decoded),
+                   decode_seconds=round(time.monotonic() - t0, 1))
 
     def prepare_disk(self, repro):
         """A reproducer's disk: a blank one for the run, or one written once by
@@ -479,8 +533,7 @@ def gdb_command(kernel, port):
     """The gdb line that attaches to a --gdb guest, with the image's own
     vmlinux where one is known (kernels.sh keeps one beside each image it
     builds; a kernel of the user's may have one beside it)."""
-    cands = [kernel.image + ".vmlinux", os.path.join(os.path.dirname(kernel.image), "vmlinux")]
-    vmlinux = next((c for c in cands if os.path.isfile(c)), None)
+    vmlinux = kernel.vmlinux()[0]
     line = f"gdb {shlex.quote(vmlinux) if vmlinux else 'vmlinux'} -ex 'target remote :{port}'"
     if not vmlinux:
         line += (f"\n  (no vmlinux beside {kernel.image}: give gdb the vmlinux of that build;"
