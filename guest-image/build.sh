@@ -39,15 +39,16 @@ archive() {
 }
 
 # --overlay STAGE OUT: a distribution kernel's modules, staged in STAGE by
-# scripts/krepro/distro.py, with kmod's modprobe (the distribution's modules
-# are compressed, and its dependencies are kmod's business), as a cpio the
-# runner appends to the guest image.
+# scripts/krepro/distro.py, as a cpio the runner appends to the guest image.
+# A native guest gets kmod's modprobe (the distribution's modules are
+# compressed); a foreign one uses busybox's, on modules distro.py decompressed.
 if [ "${1:-}" = --overlay ]; then
 	stage=$2
-	[ "$(arch_field debarch)" = "$(dpkg --print-architecture)" ] ||
-		die "--overlay: distribution kernels with modules run on native guests only"
-	need_pkgs cpio kmod
-	copy_with_libs "$(command -v modprobe || echo /sbin/modprobe)"
+	need_pkgs cpio
+	if [ "$(arch_field debarch)" = "$(dpkg --print-architecture)" ]; then
+		need_pkgs kmod
+		copy_with_libs "$(command -v modprobe || echo /sbin/modprobe)"
+	fi
 	archive "$stage" "$3"
 	exit 0
 fi

@@ -487,19 +487,23 @@ cmd_build_tree() {
 # installed) into the cache: PKG is a metapackage (linux-image-cloud-amd64)
 # or a real one. Prints the .deb's path, for run-in-qemu.sh --kernel.
 cmd_fetch_debian() {
-	local pkg=${1:?package} real dir deb f
-	real=$(apt-cache depends "$pkg" 2>/dev/null | sed -n 's/^  Depends: \(linux-image-[^ ]*\)$/\1/p' | head -1)
-	[ -n "$real" ] || real=$pkg
+	local pkg=${1:?package} real dir deb f debarch
+	# The guest's Debian architecture (KREPRO_ARCH=arm: armhf).
+	debarch=$(arch_field debarch)
+	[ "$debarch" = "$(dpkg --print-architecture)" ] || need_foreign_arch "$debarch"
+	case $pkg in *:*) ;; *) pkg=$pkg:$debarch ;; esac
+	real=$(apt-cache depends "$pkg" 2>/dev/null | sed -n 's/^  Depends: \(linux-image-[^ :]*\).*$/\1/p' | head -1)
+	[ -n "$real" ] || real=${pkg%%:*}
 	dir=$KREPRO_CACHE/distro/debs
 	mkdir -p "$dir"
 	deb=
-	for f in "$dir/${real}"_*.deb; do [ -f "$f" ] && deb=$f; done
+	for f in "$dir/${real}"_*_"$debarch".deb; do [ -f "$f" ] && deb=$f; done
 	if [ -z "$deb" ]; then
-		log "downloading $real ($pkg) from Debian's archive"
-		(cd "$dir" && apt-get download "$real" >/dev/null 2>&1) ||
-			{ apt-get update >/dev/null 2>&1 && (cd "$dir" && apt-get download "$real" >/dev/null 2>&1); } ||
-			die "apt-get download $real failed"
-		deb=$(ls "$dir/${real}"_*.deb | tail -1)
+		log "downloading $real:$debarch ($pkg) from Debian's archive"
+		(cd "$dir" && apt-get download "$real:$debarch" >/dev/null 2>&1) ||
+			{ apt-get update >/dev/null 2>&1 && (cd "$dir" && apt-get download "$real:$debarch" >/dev/null 2>&1); } ||
+			die "apt-get download $real:$debarch failed"
+		deb=$(ls "$dir/${real}"_*_"$debarch".deb | tail -1)
 	fi
 	echo "$deb"
 }

@@ -4,6 +4,7 @@ fake package and a fake kernel tree: finding the image and its modules in a
 .deb, an unpacked package or beside a vmlinuz; the options -> modules map
 from the tree's Makefiles; the modules.dep closure, in load order; the
 overlay the guest image gets. Boots nothing."""
+import lzma
 import os
 import shutil
 import subprocess
@@ -153,6 +154,24 @@ class Distro(unittest.TestCase):
         self.assertNotIn(f"lib/modules/{REL}/kernel/drivers/gpu/big.ko.xz", listing)
         # Cached: the same inputs give the same file without a rebuild.
         self.assertEqual(distro.guest_image(self.plan(), base, "x86_64"), out)
+
+    def test_a_foreign_guest_gets_its_modules_decompressed_for_busybox(self):
+        # As for the ARM guest: real xz modules, a plan for arm's transport.
+        mods = os.path.join(self.root, "lib", "modules", REL)
+        plan = distro.Plan("arm", REL, self.root, self.tree, self.metas, ["xfs-thing"])
+        for m in plan.files:
+            with lzma.open(os.path.join(mods, m), "wb") as f:
+                f.write(b"\x7fELF " + m[len("kernel/"):].encode())
+        stage = os.path.join(self.tmp, "stage")
+        distro.plain_modules(plan, stage)
+        with open(os.path.join(stage, "kernel", "fs", "xfs", "xfs.ko"), "rb") as f:
+            self.assertEqual(f.read(), b"\x7fELF fs/xfs/xfs.ko.xz")
+        self.assertFalse(os.path.exists(os.path.join(stage, "kernel", "fs", "xfs", "xfs.ko.xz")))
+        with open(os.path.join(stage, "modules.dep")) as f:
+            dep = f.read()
+        self.assertIn("kernel/fs/xfs/xfs.ko: kernel/lib/libcrc32c.ko\n", dep)
+        self.assertNotIn(".xz", dep)
+        self.assertTrue(os.path.isfile(os.path.join(stage, "modules.alias")))
 
 
 if __name__ == "__main__":

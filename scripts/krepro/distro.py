@@ -5,19 +5,23 @@ guest image that carries the modules each reproducer needs.
 Which modules: the kernel tree's own Makefiles say which object a CONFIG_
 option builds (`obj-$(CONFIG_XFS_FS) += xfs.o`); the options a reproducer
 declares that the distribution builds as modules (=m in its config-<release>)
-are loaded with kmod's modprobe before it starts, their modules.dep closure
+are loaded with modprobe before it starts (kmod's on a native guest;
+on a foreign one, busybox's, with the modules decompressed here), their modules.dep closure
 with them. The modules beside those (the same directory: nf_tables' nft_*,
 can's protocols) are in the image too, for the kernel to load on demand.
 The config itself goes in as /boot/config-<release>, where the harness reads
 it when the kernel has no /proc/config.gz.
 """
 import glob
+import gzip
 import hashlib
+import lzma
 import os
 import re
 import shutil
 import subprocess
 
+from .arches import ARCHES
 from .paths import TOP, cache
 
 MODULE_EXT = re.compile(r"\.ko(\.xz|\.zst|\.gz)?$")
@@ -199,6 +203,36 @@ class Plan:
         return [os.path.basename(MODULE_EXT.sub("", f)) for f in self.load[repro]]
 
 
+def native(arch):
+    """Does the guest run the host's Debian architecture (and so its kmod)?"""
+    p = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True)
+    return ARCHES[arch]["debarch"] == p.stdout.strip()
+
+
+def plain_modules(plan, mods):
+    """The plan's modules decompressed, with a modules.dep and modules.alias
+    naming them so: a foreign guest has only busybox's modprobe, which is
+    not sure to read xz (Debian's modules are xz-compressed)."""
+    names = {}
+    for f in plan.files:
+        plain = MODULE_EXT.sub(".ko", f)
+        names[f] = plain
+        os.makedirs(os.path.join(mods, os.path.dirname(plain)), exist_ok=True)
+        src = os.path.join(plan.moddir, f)
+        opener = lzma.open if f.endswith(".xz") else gzip.open if f.endswith(".gz") else open
+        if f.endswith(".zst"):
+            raise DistroError(f"{f}: zstd modules are not handled for a foreign guest")
+        with opener(src, "rb") as i, open(os.path.join(mods, plain), "wb") as o:
+            shutil.copyfileobj(i, o)
+    _, deps = module_index(plan.moddir)
+    with open(os.path.join(mods, "modules.dep"), "w") as o:
+        for f in plan.files:
+            o.write(f"{names[f]}: {' '.join(names[d] for d in deps.get(f, []) if d in names)}\n")
+    alias = os.path.join(plan.moddir, "modules.alias")
+    if os.path.isfile(alias):
+        shutil.copy(alias, mods)
+
+
 def guest_image(plan, base_initrd, arch):
     """krepro's initramfs with the modules overlay appended (the kernel
     unpacks concatenated cpio archives in order). Cached by content."""
@@ -215,11 +249,14 @@ def guest_image(plan, base_initrd, arch):
     shutil.rmtree(stage, ignore_errors=True)
     mods = os.path.join(stage, "lib", "modules", plan.release)
     os.makedirs(mods)
-    for meta in glob.glob(os.path.join(plan.moddir, "modules.*")):
-        shutil.copy(meta, mods)
-    for f in plan.files:
-        os.makedirs(os.path.join(mods, os.path.dirname(f)), exist_ok=True)
-        shutil.copy(os.path.join(plan.moddir, f), os.path.join(mods, f))
+    if native(arch):
+        for meta in glob.glob(os.path.join(plan.moddir, "modules.*")):
+            shutil.copy(meta, mods)
+        for f in plan.files:
+            os.makedirs(os.path.join(mods, os.path.dirname(f)), exist_ok=True)
+            shutil.copy(os.path.join(plan.moddir, f), os.path.join(mods, f))
+    else:
+        plain_modules(plan, mods)
     os.makedirs(os.path.join(stage, "etc", "krepro", "modules"))
     for r in plan.load:
         with open(os.path.join(stage, "etc", "krepro", "modules", r), "w") as f:
