@@ -72,12 +72,12 @@ class Runner(unittest.TestCase):
         if os.path.exists(self.plan + ".count"):
             os.remove(self.plan + ".count")
 
-    def record_rate(self, repro, fails, runs, build="stampU"):
+    def record_rate(self, repro, fails, runs, build="stampU", **extra):
         d = os.path.join(self.tmp, "cache", "fail-rates")
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, f"{repro}.x86_64.json"), "w") as f:
             json.dump({"base": None, "build": build, "fails": fails, "runs": runs,
-                       "date": "2026-01-01"}, f)
+                       "date": "2026-01-01", **extra}, f)
 
     def run_krepro(self, *args, results=True):
         argv = [RUN] + (["--results", self.results] if results else []) + list(args)
@@ -220,6 +220,14 @@ class Runner(unittest.TestCase):
         with open(os.path.join(self.results, "summary.md")) as f:
             md = f.read()
         self.assertIn("| fake-bug | patched | PASS 6/6 (miss ≤ 1%) | PASS ok |", md)
+
+    def test_a_rate_carried_to_a_build_with_the_same_code_names_where_it_was_measured(self):
+        self.record_rate("fake-bug", 20, 20, measured_on={"build": "stampOld" * 8, "why": "same .text"})
+        self.set_plan("bug-report")
+        self.run_krepro("--kernel", "unpatched", "fake-bug")
+        self.assertEqual(self.boots(), 1)
+        self.assertIn("20/20 recorded 2026-01-01, build stampU (measured on build stampOldstam: same .text)",
+                      self.record()["rows"][0]["rate"]["source"])
 
     def test_recorded_rate_stops_at_first_fail(self):
         self.record_rate("fake-bug", 20, 20)

@@ -5,7 +5,9 @@ repro/<id>/fail-rate.json holds, per arch, the calibration that was committed
 kernel's build stamp (a hash of the source tree, patches and config fragments,
 the same on every machine). A row's own bug runs add to a copy under the cache
 (fail-rates/<id>.<arch>.json) that starts from that record; a new calibration
-or another kernel build makes the copy void.
+or another kernel build makes the copy void. A record may be carried to a
+build that differs only in debug information ("measured_on": the build it was
+measured on and why the code is the same), never further.
 """
 import datetime
 import json
@@ -38,15 +40,22 @@ def _write(path, data):
     os.replace(path + ".tmp", path)
 
 
+def carried(rec):
+    """A record carried to a build whose code is the same (only debug
+    information added): the build it was measured on."""
+    was = (rec or {}).get("measured_on")
+    return f" (measured on build {was['build'][:12]}: {was['why']})" if was else ""
+
+
 def describe(rec):
     """A record as a cell's source: what was measured, when, on which build."""
     build = (rec.get("build") or "?")[:12]
     base = rec.get("base")
     if "added_runs" not in rec:
-        return f"{rec['fails']}/{rec['runs']} recorded {rec.get('date', '?')}, build {build}"
+        return f"{rec['fails']}/{rec['runs']} recorded {rec.get('date', '?')}, build {build}{carried(rec)}"
     if base and base.get("build") == rec.get("build"):
-        return (f"{base['fails']}/{base['runs']} recorded {base.get('date', '?')}, build {build}, "
-                f"+{rec['added_fails']}/{rec['added_runs']} in rows here since")
+        return (f"{base['fails']}/{base['runs']} recorded {base.get('date', '?')}, build {build}"
+                f"{carried(base)}, +{rec['added_fails']}/{rec['added_runs']} in rows here since")
     return f"{rec['fails']}/{rec['runs']} measured in rows here since {rec.get('date', '?')}, build {build}"
 
 
