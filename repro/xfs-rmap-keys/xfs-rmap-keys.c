@@ -49,6 +49,7 @@ enum region { R_PUNCH, R_WRITE, R_REFLINK, R_DIRTY, R_REPLAYED, NREGIONS };
 struct stale_key {
 	unsigned int index, numrecs;
 	uint64_t key_offset, rec_offset, owner, block;	/* block: file block */
+	uint32_t agbno;		/* the AG block the record maps file block B to */
 };
 
 /* What one case has attached and mounted, for its own clean-up. */
@@ -71,6 +72,7 @@ static int find_stale_key(const char *dev, struct stale_key *sk)
 		sk->rec_offset = krepro_be64(leaf + KREPRO_XFS_BB_HDR + 16);
 		sk->owner = krepro_be64(key + 4);
 		sk->block = sk->rec_offset & ~KREPRO_RMAP_FLAGS;
+		sk->agbno = krepro_be32(leaf + KREPRO_XFS_BB_HDR);
 		if ((sk->key_offset & ~KREPRO_RMAP_FLAGS) == sk->block &&
 		    (sk->key_offset & KREPRO_RMAP_UNWRITTEN) &&
 		    !(sk->rec_offset & KREPRO_RMAP_UNWRITTEN)) {
@@ -79,6 +81,50 @@ static int find_stale_key(const char *dev, struct stale_key *sk)
 		}
 	}
 	return -1;
+}
+
+/*
+ * The record of AG 0's rmapbt (one or two levels, read raw) that maps file
+ * block `block` of inode owner's data fork: true, with the AG block it maps
+ * that file block to and the offset's unwritten bit.
+ */
+static bool rmap_lookup(const char *dev, uint64_t owner, uint64_t block, uint32_t *agbno,
+			bool *unwritten)
+{
+	unsigned char root[BLK], leaf[BLK];
+	unsigned int maxrecs = (BLK - KREPRO_XFS_BB_HDR) / (KREPRO_RMAP_KEY_PAIR + 4);
+	unsigned int level, nleaves;
+
+	krepro_xfs_rmap_root(dev, root);
+	level = krepro_be16(root + 4);
+	if (level > 1)
+		krepro_broken("AG 0's rmapbt has %u levels; this reads two at most", level + 1);
+	nleaves = level ? krepro_be16(root + 6) : 1;
+	for (unsigned int i = 0; i < nleaves; i++) {
+		const unsigned char *b = root;
+
+		if (level) {
+			krepro_xfs_read_block(dev, krepro_be32(root + KREPRO_XFS_BB_HDR +
+						maxrecs * KREPRO_RMAP_KEY_PAIR + i * 4), leaf);
+			if (memcmp(leaf, "RMB3", 4))
+				krepro_broken("rmapbt leaf %u on %s has no RMB3 magic", i, dev);
+			b = leaf;
+		}
+		for (unsigned int r = 0; r < krepro_be16(b + 6); r++) {
+			const unsigned char *rec = b + KREPRO_XFS_BB_HDR + r * KREPRO_RMAP_REC;
+			uint64_t off = krepro_be64(rec + 16), start = off & ~KREPRO_RMAP_FLAGS;
+
+			/* Another owner, the attr fork or a bmbt block, or not this block. */
+			if (krepro_be64(rec + 8) != owner ||
+			    (off & KREPRO_RMAP_FLAGS & ~KREPRO_RMAP_UNWRITTEN) ||
+			    block < start || block >= start + krepro_be32(rec + 4))
+				continue;
+			*agbno = krepro_be32(rec) + (uint32_t)(block - start);
+			*unwritten = off & KREPRO_RMAP_UNWRITTEN;
+			return true;
+		}
+	}
+	return false;
 }
 
 static void attach(const char *path, off_t offset, const char *name)
@@ -369,6 +415,64 @@ static void prepare(void)
 
 static struct stale_key target;
 
+/*
+ * XFS's corruption report from the rmap code itself, logged since kmsg was
+ * opened: "XFS (loopN): Internal error <check> at line N of file
+ * fs/xfs/libxfs/xfs_rmap.c.  Caller xfs_rmap_unmap+0x...". The caller's name
+ * goes to caller.
+ */
+static bool rmap_corruption_report(int kmsg, char *caller, size_t size)
+{
+	char msg[1024], prefix[64];
+	const char *c;
+
+	if (kmsg < 0)
+		return false;
+	snprintf(prefix, sizeof(prefix), "XFS (%s): Internal error ", strrchr(loopdev, '/') + 1);
+	while (krepro_kmsg_next(kmsg, msg, sizeof(msg))) {
+		if (strncmp(msg, prefix, strlen(prefix)) || !strstr(msg, "xfs_rmap.c."))
+			continue;
+		c = strstr(msg, "Caller ");
+		snprintf(caller, size, "%.*s", c ? (int)strcspn(c + 7, "+ ") : 1, c ? c + 7 : "?");
+		return true;
+	}
+	return false;
+}
+
+/*
+ * A step failed. The bug makes the rmap code find corruption on a filesystem
+ * xfs_repair -n calls clean: the step fails with EUCLEAN (-EFSCORRUPTED) and
+ * XFS reports an internal error in xfs_rmap.c. Either is FAIL; any other
+ * failure is not shown to be this bug: BROKEN, naming the errnos (in what).
+ * let_go() lets go of the case's filesystem once the report is read.
+ */
+static void step_failed(int kmsg, const int *errs, unsigned int nerrs, const char *what,
+			void (*let_go)(void))
+{
+	char caller[128] = "";
+	bool euclean = false, report = rmap_corruption_report(kmsg, caller, sizeof(caller));
+
+	let_go();
+	for (unsigned int i = 0; i < nerrs; i++)
+		euclean |= errs[i] == EUCLEAN;
+	if (euclean || report)
+		krepro_fail("%s%s%s%s", what, report ? " (XFS: internal error in xfs_rmap.c, "
+			    "caller " : "", caller, report ? ")" : "");
+	else
+		krepro_broken("%s: no EUCLEAN and no corruption report from xfs_rmap.c, so "
+			      "not shown to be this bug", what);
+}
+
+/* /dev/kmsg at its end, for the case's corruption report; -1 says so. */
+static int kmsg_open(void)
+{
+	int fd = krepro_kmsg_open();
+
+	if (fd < 0)
+		krepro_info("open /dev/kmsg: %s: XFS's reports are not read", strerror(errno));
+	return fd;
+}
+
 /* Attach the case's filesystem; check the stale key and that repair calls it
  * clean, then mount it. */
 static void case_setup(enum region r, const char *name)
@@ -385,15 +489,43 @@ static void case_setup(enum region r, const char *name)
 	must_mount();
 }
 
-/* After the steps succeeded: unmount, and repair must still call it clean. */
-static void case_finish(const char *what)
+/*
+ * After the steps succeeded: unmount; repair must still call it clean, and
+ * the rmapbt on disk must show the steps' own change (shown() says what it
+ * found in evidence), or the code under test was not shown to run.
+ */
+static void case_finish(const char *what, bool (*shown)(char *evidence, size_t size))
 {
+	char evidence[256];
+
 	must_umount();
-	if (krepro_xfs_repair_n(loopdev, "after the steps", false))
+	if (krepro_xfs_repair_n(loopdev, "after the steps", false)) {
 		krepro_fail("%s succeeded but left a filesystem xfs_repair -n rejects", what);
-	else
-		krepro_pass("%s; xfs_repair -n still clean", what);
+	} else if (!shown(evidence, sizeof(evidence))) {
+		detach();
+		krepro_broken("%s succeeded, but %s", what, evidence);
+	} else {
+		krepro_pass("%s; xfs_repair -n still clean; %s", what, evidence);
+	}
 	detach();
+}
+
+/*
+ * Punch, the reflink's remap and log recovery all unmap B: on disk, no
+ * record maps file block B to its old AG block any more. Finding the record
+ * to delete took a lookup of B's record, which goes through the stale key.
+ */
+static bool b_unmapped(char *evidence, size_t size)
+{
+	uint32_t agbno;
+	bool unwritten, mapped = rmap_lookup(loopdev, target.owner, target.block, &agbno,
+					     &unwritten) && agbno == target.agbno;
+
+	snprintf(evidence, size, "the rmapbt %s the record mapping file block %llu to AG block "
+		 "%u%s", mapped ? "still has" : "no longer has", (unsigned long long)target.block,
+		 target.agbno, mapped ? ": the unmap under test did not happen" :
+		 ": its lookup through the stale key found it");
+	return !mapped;
 }
 
 /* A step's result, as a word for the evidence. */
@@ -406,9 +538,10 @@ static const char *res(int ret, int err)
  * record must go through that key. */
 static void run_punch(void)
 {
-	int fd, ret, err, sync, sync_err;
+	int fd, ret, err, sync, sync_err, kmsg;
 
 	case_setup(R_PUNCH, "punch");
+	kmsg = kmsg_open();
 	fd = open_in("f", O_RDWR);
 	ret = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			(off_t)target.block * BLK, BLK);
@@ -417,13 +550,16 @@ static void run_punch(void)
 	sync_err = errno;
 	close(fd);
 	if (ret < 0 || sync < 0) {
-		krepro_fail("punching file block %llu: fallocate %s, fsync %s, on a filesystem "
-			    "xfs_repair -n called clean", (unsigned long long)target.block,
-			    res(ret, err), res(sync, sync_err));
-		case_abandon();
+		int errs[] = { ret < 0 ? err : 0, sync < 0 ? sync_err : 0 };
+		char what[256];
+
+		snprintf(what, sizeof(what), "punching file block %llu: fallocate %s, fsync %s, "
+			 "on a filesystem xfs_repair -n called clean",
+			 (unsigned long long)target.block, res(ret, err), res(sync, sync_err));
+		step_failed(kmsg, errs, 2, what, case_abandon);
 		return;
 	}
-	case_finish("punching the stale key's block");
+	case_finish("punching the stale key's block", b_unmapped);
 }
 
 /*
@@ -432,36 +568,65 @@ static void run_punch(void)
  * and the hole between (B+1, which the allocator may place right after B's
  * block, so that the new record merges with B's).
  */
+static const int write_rel[] = { -2, 2, 1 };
+#define WRITES	(sizeof(write_rel) / sizeof(write_rel[0]))
+
+/* The written blocks have written records in the rmapbt: the conversions of
+ * B-2 and B+2 and the allocation of B+1 reached it. */
+static bool writes_recorded(char *evidence, size_t size)
+{
+	for (unsigned int i = 0; i < WRITES; i++) {
+		uint64_t block = target.block + (uint64_t)(int64_t)write_rel[i];
+		uint32_t agbno;
+		bool unwritten;
+
+		if (!rmap_lookup(loopdev, target.owner, block, &agbno, &unwritten) || unwritten) {
+			snprintf(evidence, size, "file block %llu (B%+d) has no written record in "
+				 "the rmapbt: the rmap updates under test did not happen",
+				 (unsigned long long)block, write_rel[i]);
+			return false;
+		}
+	}
+	snprintf(evidence, size, "file blocks B-2, B+2 and B+1 have written records in the "
+		 "rmapbt");
+	return true;
+}
+
 static void run_write(void)
 {
-	static const int rel[] = { -2, 2, 1 };
 	void *buf = krepro_dio_buf(BLK, 'w');
+	int fd, bad = 0, kmsg, errs[WRITES + 1] = { 0 };
 	char steps[256] = "";
-	int fd, bad = 0;
 
 	case_setup(R_WRITE, "write");
+	kmsg = kmsg_open();
 	fd = open_in("f", O_RDWR | O_DIRECT);
-	for (unsigned int i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		off_t off = ((off_t)target.block + rel[i]) * BLK;
+	for (unsigned int i = 0; i < WRITES; i++) {
+		off_t off = ((off_t)target.block + write_rel[i]) * BLK;
 		ssize_t ret = pwrite(fd, buf, BLK, off);
 		int err = errno;
 
 		bad |= ret != BLK;
+		errs[i] = ret < 0 ? err : 0;
 		snprintf(steps + strlen(steps), sizeof(steps) - strlen(steps),
-			 "%sblock %lld (B%+d) %s", i ? ", " : "", (long long)(off / BLK), rel[i],
-			 ret == BLK ? "ok" : ret < 0 ? strerror(err) : "short");
+			 "%sblock %lld (B%+d) %s", i ? ", " : "", (long long)(off / BLK),
+			 write_rel[i], ret == BLK ? "ok" : ret < 0 ? strerror(err) : "short");
 	}
 	if (fsync(fd) < 0) {
 		bad = 1;
+		errs[WRITES] = errno;
 		snprintf(steps + strlen(steps), sizeof(steps) - strlen(steps), ", fsync %s",
 			 strerror(errno));
 	}
 	close(fd);
 	free(buf);
 	if (bad) {
-		krepro_fail("O_DIRECT writes next to file block %llu: %s, on a filesystem "
-			    "xfs_repair -n called clean", (unsigned long long)target.block, steps);
-		case_abandon();
+		char what[384];
+
+		snprintf(what, sizeof(what), "O_DIRECT writes next to file block %llu: %s, on a "
+			 "filesystem xfs_repair -n called clean", (unsigned long long)target.block,
+			 steps);
+		step_failed(kmsg, errs, WRITES + 1, what, case_abandon);
 		return;
 	}
 	krepro_info("O_DIRECT writes: %s", steps);
@@ -474,7 +639,8 @@ static void run_write(void)
 			    "rewrote the leaf's keys" : "still stale");
 	}
 	must_mount();
-	case_finish("writing the unwritten blocks next to the stale key's record");
+	case_finish("writing the unwritten blocks next to the stale key's record",
+		    writes_recorded);
 }
 
 static int clone_range(int dst, off_t dst_off, int src, off_t src_off)
@@ -498,9 +664,10 @@ static int clone_range(int dst, off_t dst_off, int src, off_t src_off)
 static void run_reflink(void)
 {
 	void *buf = krepro_dio_buf(BLK, 'd');
-	int fd, dio, over, over_err, sync, sync_err;
+	int fd, dio, over, over_err, sync, sync_err, kmsg;
 
 	case_setup(R_REFLINK, "reflink");
+	kmsg = kmsg_open();
 	dio = open_in("f", O_RDWR | O_DIRECT);
 	if (SAFE(pwrite(dio, buf, BLK, 0)) != BLK)
 		krepro_broken("short write to file block 0");
@@ -514,14 +681,17 @@ static void run_reflink(void)
 	sync_err = errno;
 	close(fd);
 	if (over < 0 || sync < 0) {
-		krepro_fail("FICLONERANGE of file block 0 over file block %llu: %s; fsync %s, on a "
-			    "filesystem xfs_repair -n called clean",
-			    (unsigned long long)target.block, res(over, over_err),
-			    res(sync, sync_err));
-		case_abandon();
+		int errs[] = { over < 0 ? over_err : 0, sync < 0 ? sync_err : 0 };
+		char what[256];
+
+		snprintf(what, sizeof(what), "FICLONERANGE of file block 0 over file block %llu: "
+			 "%s; fsync %s, on a filesystem xfs_repair -n called clean",
+			 (unsigned long long)target.block, res(over, over_err),
+			 res(sync, sync_err));
+		step_failed(kmsg, errs, 2, what, case_abandon);
 		return;
 	}
-	case_finish("cloning file block 0 over the stale key's block");
+	case_finish("cloning file block 0 over the stale key's block", b_unmapped);
 }
 
 /*
@@ -533,7 +703,7 @@ static void run_reflink(void)
  */
 static void run_mount_replay(void)
 {
-	int ret, err;
+	int ret, err, kmsg;
 
 	attach(DISK, R_REPLAYED * REGION, "replayed");
 	if (krepro_xfs_repair_n(loopdev, "of the same log as replayed by the correct kernel",
@@ -547,15 +717,19 @@ static void run_mount_replay(void)
 	krepro_info("dirty log; on disk root key %u still has raw offset %#llx, its leaf's "
 		    "first record %#llx", target.index, (unsigned long long)target.key_offset,
 		    (unsigned long long)target.rec_offset);
+	kmsg = kmsg_open();
 	ret = try_mount();
 	err = errno;
 	if (ret < 0) {
-		krepro_fail("mount (log recovery) failed: %s; the correct kernel replays the same "
-			    "log to a filesystem xfs_repair -n calls clean", strerror(err));
-		detach();
+		char what[256];
+
+		snprintf(what, sizeof(what), "mount (log recovery) failed: %s; the correct kernel "
+			 "replays the same log to a filesystem xfs_repair -n calls clean",
+			 strerror(err));
+		step_failed(kmsg, &err, 1, what, detach);
 		return;
 	}
-	case_finish("mounting and replaying the log");
+	case_finish("mounting and replaying the log", b_unmapped);
 }
 
 static void cleanup(void)
