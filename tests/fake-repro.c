@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A reproducer that does what FAKE_<case> says (pass, fail, skip, broken,
- * report, crash, none), for the harness unit tests. Built three times: against
- * the test build of the harness (marker and kmsg in files), against the real
- * one, to check that the real one refuses to run on the host, and against the
- * test build again for arches this machine is not (KREPRO_ARCHES, as
- * krepro_reproducer() passes it), to check the SKIP.
+ * report, crash, none; poll-early, poll-never: krepro_poll_until()), for the
+ * harness unit tests. Built three times: against the test build of the
+ * harness (marker and kmsg in files), against the real one, to check that the
+ * real one refuses to run on the host, and against the test build again for
+ * arches this machine is not (KREPRO_ARCHES, as krepro_reproducer() passes
+ * it), to check the SKIP.
  */
 #define _GNU_SOURCE
 #include "krepro.h"
@@ -15,6 +16,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+struct poll_count {
+	int calls, true_from;	/* ready from that call on; 0: never */
+};
+
+static bool ready_on_call(void *arg)
+{
+	struct poll_count *count = arg;
+
+	count->calls++;
+	return count->true_from && count->calls >= count->true_from;
+}
+
+/* Poll with a deadline of 1 s, every 0.1 s, a condition that comes true on
+ * the third call (early) or never. */
+static void run_poll(const char *what)
+{
+	struct poll_count count = { .true_from = !strcmp(what, "early") ? 3 : 0 };
+	double waited = -1;
+	bool met = krepro_poll_until(ready_on_call, &count, 1.0, 0.1, &waited);
+
+	krepro_pass("poll %s after %d calls, %.2f s", met ? "true" : "timed out", count.calls,
+		    waited);
+}
 
 static void act(const char *name)
 {
@@ -43,6 +68,8 @@ static void act(const char *name)
 		krepro_pass("%s itself saw nothing wrong", name);
 	} else if (!strcmp(what, "crash"))
 		abort();
+	else if (!strncmp(what, "poll-", 5))
+		run_poll(what + 5);
 	/* "none": return without a verdict */
 }
 

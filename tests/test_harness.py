@@ -6,6 +6,7 @@ that --describe is the declaration as JSON."""
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -76,6 +77,29 @@ class Harness(unittest.TestCase):
         rc, out, _ = self.run_fake(FAKE_first="crash")
         self.assertEqual(rc, 2, out)
         self.assertIn("killed by signal 6", out)
+
+    def poll(self, what):
+        rc, out, _ = self.run_fake(FAKE_first="poll-" + what)
+        self.assertEqual(rc, 0, out)
+        m = re.search(r"# first: PASS: poll (true|timed out) after (\d+) calls, ([\d.]+) s\n", out)
+        self.assertIsNotNone(m, out)
+        return m.group(1), int(m.group(2)), float(m.group(3))
+
+    def test_poll_true_early(self):
+        # True on the third call: two sleeps of 0.1 s, well before the 1 s deadline.
+        met, calls, waited = self.poll("early")
+        self.assertEqual((met, calls), ("true", 3))
+        self.assertGreaterEqual(waited, 0.2)
+        self.assertLess(waited, 0.9)
+
+    def test_poll_times_out(self):
+        # Never true: a call every 0.1 s and a last one at the 1 s deadline.
+        met, calls, waited = self.poll("never")
+        self.assertEqual(met, "timed out")
+        self.assertGreaterEqual(waited, 1.0)
+        self.assertLess(waited, 1.8)
+        self.assertGreaterEqual(calls, 5)
+        self.assertLessEqual(calls, 12)
 
     def test_setup_broken_runs_cleanup(self):
         rc, out, _ = self.run_fake(FAKE_SETUP_BROKEN="1")

@@ -16,7 +16,6 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -43,15 +42,11 @@ static const struct krepro_test *cur_test;
 static const char *cur_case = "setup";
 static int case_result = -1;	/* -1: no verdict yet */
 static bool in_test_process;
-static struct timespec t_start;
+static double run_start;	/* krepro_now() when krepro_main() began */
 
 double krepro_elapsed(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t_start.tv_sec) +
-	       (double)(now.tv_nsec - t_start.tv_nsec) / 1e9;
+	return krepro_now() - run_start;
 }
 
 static void vdiag(const char *tag, const char *fmt, va_list ap)
@@ -656,7 +651,7 @@ int krepro_main(const struct krepro_test *t, const char *arches, int argc, char 
 		ncases++;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	clock_gettime(CLOCK_MONOTONIC, &t_start);
+	run_start = krepro_now();
 	/* Open kmsg at its end before the mark: what we read later is ours. */
 	kmsg_fd = krepro_kmsg_open();
 	kmsg_write("krepro: %s: start\n", t->name);

@@ -129,8 +129,23 @@ void *krepro_safe_ptr_at(void *ret, const char *expr, const char *file, int line
 #define SAFE(expr) krepro_safe_at((long)(expr), #expr, __FILE__, __LINE__)
 #define SAFE_PTR(expr) krepro_safe_ptr_at((void *)(expr), #expr, __FILE__, __LINE__)
 
-/* Seconds since the run started (monotonic). */
+/* --- the clock (clock.c): every deadline and duration is kept by it --- */
+
+/* Seconds on CLOCK_MONOTONIC. */
+double krepro_now(void);
+/* Seconds since the run started, on the same clock (harness.c). */
 double krepro_elapsed(void);
+/* Sleep `seconds` on that clock, whatever signals come. Returns 0, or the
+ * error of a clock that cannot sleep, after yielding the CPU instead. */
+int krepro_sleep(double seconds);
+/*
+ * Call ready(ctx) until it returns true or `timeout` seconds have passed,
+ * sleeping `step` seconds between calls: at least one call, and a last one
+ * at the deadline. Returns whether it became true; the seconds that took go
+ * to *waited (may be NULL).
+ */
+bool krepro_poll_until(bool (*ready)(void *ctx), void *ctx, double timeout, double step,
+		       double *waited);
 
 /*
  * Kernel messages, for a case that wants to stop at the first kernel report

@@ -19,7 +19,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define NVMET		"/sys/kernel/config/nvmet"
@@ -27,22 +26,6 @@
 #define TAINT_FILE	"/proc/sys/kernel/tainted"
 #define READ_SIZE	4096
 #define READ_SPAN	(1ULL << 30)	/* reads land in the first GiB */
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 
 static bool exists(const char *path)
 {
@@ -129,11 +112,11 @@ int krepro_nvmf_connect(const struct krepro_nvmf *t, double wait_s)
 	krepro_info("connected nvme%d (cntlid %d): %s", instance, cntlid, opts);
 
 	snprintf(disk, sizeof(disk), "/dev/nvme%dn1", instance);
-	deadline = now_s() + wait_s;
+	deadline = krepro_now() + wait_s;
 	while (!exists(disk)) {
-		if (now_s() > deadline)
+		if (krepro_now() > deadline)
 			krepro_broken("%s did not appear within %.0f s of the connect", disk, wait_s);
-		sleep_ms(50);
+		krepro_sleep(0.05);
 	}
 	return instance;
 }
@@ -155,13 +138,13 @@ int krepro_nvmf_delete(int instance, double wait_s)
 
 		_exit(fd >= 0 && write(fd, "1", 1) == 1 ? 0 : 1);
 	}
-	deadline = now_s() + wait_s;
-	while (now_s() < deadline) {
+	deadline = krepro_now() + wait_s;
+	while (krepro_now() < deadline) {
 		pid_t r = waitpid(pid, &status, WNOHANG);
 
 		if (r == pid)
 			return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-		sleep_ms(100);
+		krepro_sleep(0.1);
 	}
 	return -1;	/* the child stays blocked in the kernel; the guest ends anyway */
 }
@@ -202,7 +185,7 @@ static void *reader_main(void *arg)
 		off_t off = (off_t)((rand_r(&seed) % (READ_SPAN / READ_SIZE)) * READ_SIZE);
 		ssize_t n;
 
-		atomic_store(&r->started, now_s());
+		atomic_store(&r->started, krepro_now());
 		n = pread(r->fd, buf, READ_SIZE, off);
 		atomic_store(&r->started, 0.0);
 		if (n == READ_SIZE) {
@@ -367,12 +350,12 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 		    "%u error recoveries", s->threads, path, s->io_timeout_ms, s->fail_percent,
 		    s->storm_s, s->max_recoveries);
 
-	t0 = now_s();
+	t0 = krepro_now();
 	t_end = t0 + s->storm_s;
 	/* Storm phase, then drain phase (injection off) until every reader has
 	 * stopped; a read outstanding longer than stall_s fails in both. */
 	for (bool storming = true;;) {
-		double now = now_s();
+		double now = krepro_now();
 		unsigned int running = 0;
 
 		count_kmsg(kfd, s->instance, &kc);
@@ -417,7 +400,7 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 		}
 		if (!storming && (running == 0 || failed))
 			break;
-		sleep_ms(50);
+		krepro_sleep(0.05);
 	}
 	if (failed) {
 		/* Readers may be stuck in the kernel: leave their process. */
@@ -485,12 +468,12 @@ void krepro_nvme_timeout_case(const struct krepro_nvmf *t, int instance)
 	if (!krepro_nvme_timeout_storm(&storm))
 		return;	/* failed: the cleanup tries the delete, bounded */
 	/* Deleting the controller tears it down once more, with the window. */
-	t0 = now_s();
+	t0 = krepro_now();
 	if (krepro_nvmf_delete(instance, 60) < 0)
 		krepro_fail("deleting nvme%d did not finish within 60 s (teardown blocked)",
 			    instance);
 	else
-		krepro_info("nvme%d deleted in %.1f s", instance, now_s() - t0);
+		krepro_info("nvme%d deleted in %.1f s", instance, krepro_now() - t0);
 }
 
 void krepro_nvmf_teardown(const struct krepro_nvmf *t, int instance)

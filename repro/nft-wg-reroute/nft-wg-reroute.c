@@ -284,14 +284,6 @@ static _Noreturn void echo_server(int ready_fd)
 	}
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * One echo from a UDP socket bound to wg0 to ns2's wg0 address: 0 when it
  * came back within timeout_ms, else -errno (-ETIMEDOUT when nothing came).
@@ -303,7 +295,7 @@ static int echo(int fam, int timeout_ms)
 	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons(ECHO_PORT) };
 	char msg[64], buf[64];
 	struct krepro_addr dst;
-	int64_t deadline = now_ms() + timeout_ms;
+	double deadline = krepro_now() + timeout_ms / 1000.0;
 	int fd, ret = -ETIMEDOUT;
 
 	krepro_parse_addr(wg_cidr[1][fam], &dst);
@@ -318,11 +310,12 @@ static int echo(int fam, int timeout_ms)
 		ret = -errno;
 		goto out;
 	}
-	for (int64_t left; (left = deadline - now_ms()) > 0;) {
+	for (double left; (left = deadline - krepro_now()) > 0;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
-		if (poll(&pfd, 1, (int)left) <= 0)
+		/* Rounded up: a wait of 0 ms would spin out the last one. */
+		if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
 			continue;
 		n = recv(fd, buf, sizeof(buf) - 1, 0);
 		if (n < 0) {	/* an ICMP error for this socket */
