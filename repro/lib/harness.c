@@ -247,13 +247,17 @@ static int missing_kconfigs(const char *const *needs, char *why, size_t whysize)
 	return missing;
 }
 
-static unsigned long read_taint(void)
+unsigned long krepro_taint(void)
 {
-	char buf[64];
+	unsigned long taint = 0;
+	FILE *f = fopen(KREPRO_TAINT_PATH, "re");
 
-	if (krepro_read_line(KREPRO_TAINT_PATH, buf, sizeof(buf)) < 0)
-		return 0;
-	return strtoul(buf, NULL, 10);
+	if (f) {
+		if (fscanf(f, "%lu", &taint) != 1)
+			taint = 0;
+		fclose(f);
+	}
+	return taint;
 }
 
 /* Does a kernel message (without its kmsg prefix) start a kernel report? */
@@ -664,7 +668,7 @@ int krepro_main(const struct krepro_test *t, const char *arches, int argc, char 
 	overall = -1;
 	cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	missing = missing_kconfigs(t->needs_kconfigs, why, sizeof(why));
-	taint_before = read_taint();
+	taint_before = krepro_taint();
 	if (missing < 0)
 		krepro_info("no /proc/config.gz nor /boot/config-<release>: kernel options not checked");
 	if (!runs_on(arches, machine_arch())) {
@@ -716,7 +720,7 @@ int krepro_main(const struct krepro_test *t, const char *arches, int argc, char 
 	}
 
 	reports = kmsg_fd >= 0 ? scan_kmsg(kmsg_fd) : 0;
-	taint_after = read_taint();
+	taint_after = krepro_taint();
 	if (reports) {
 		krepro_info("FAIL: the kernel logged %d report(s) during the test", reports);
 		overall = KREPRO_FAIL;

@@ -3,6 +3,11 @@
  * krepro harness: a reproducer declares itself in a struct krepro_test and the
  * harness owns main(): guest check, prerequisites, KTAP, kmsg mark and scan,
  * taint check, verdict and exit code (DESIGN.md).
+ *
+ * The library is in layers, each using only the ones before it: clock.c (the
+ * clock and waits on it; prints nothing), harness.c (main, verdicts, output),
+ * then the helpers (util.c, xfs.c, net.c, nvmf.c). The unit tests link the
+ * first two alone, so the harness cannot come to need a helper.
  */
 #ifndef KREPRO_H
 #define KREPRO_H
@@ -160,6 +165,9 @@ bool krepro_poll_until(bool (*ready)(void *ctx), void *ctx, double timeout, doub
 int krepro_kmsg_open(void);
 int krepro_kmsg_next(int fd, char *msg, size_t size);
 bool krepro_kernel_report(const char *msg);
+
+/* The kernel's taint flags (/proc/sys/kernel/tainted); 0 if unreadable. */
+unsigned long krepro_taint(void);
 
 /* --- helpers several reproducers need (util.c) --- */
 

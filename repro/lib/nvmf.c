@@ -23,7 +23,6 @@
 
 #define NVMET		"/sys/kernel/config/nvmet"
 #define FAIL_DIR	"/sys/kernel/debug/fail_io_timeout"
-#define TAINT_FILE	"/proc/sys/kernel/tainted"
 #define READ_SIZE	4096
 #define READ_SPAN	(1ULL << 30)	/* reads land in the first GiB */
 
@@ -232,13 +231,6 @@ static pid_t start_readers(const char *dev)
 	return pid;
 }
 
-static unsigned long read_taint(void)
-{
-	char buf[64];
-
-	return krepro_read_line(TAINT_FILE, buf, sizeof(buf)) < 0 ? 0 : strtoul(buf, NULL, 10);
-}
-
 struct kmsg_counts {
 	unsigned int timeouts, recoveries, reconnects, failed_reconnects, window;
 };
@@ -335,7 +327,7 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 
 	kfd = SAFE(open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
 	lseek(kfd, 0, SEEK_END);
-	taint0 = read_taint();
+	taint0 = krepro_taint();
 
 	shared = mmap(NULL, sizeof(*shared) + s->threads * sizeof(struct reader),
 		      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -359,7 +351,7 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 		unsigned int running = 0;
 
 		count_kmsg(kfd, s->instance, &kc);
-		taint = read_taint();
+		taint = krepro_taint();
 		if (taint != taint0 && !failed) {
 			krepro_report("kernel taint went from %lu to %lu %.1f s into the storm, after "
 				    "%u timeouts and %u error recoveries: a kernel report (see the "
@@ -431,9 +423,9 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 	if (kc.timeouts == 0 || kc.recoveries == 0)
 		krepro_broken("no request timed out or no error recovery ran: the storm tested "
 			      "nothing (%u timeouts, %u recoveries)", kc.timeouts, kc.recoveries);
-	if (read_taint() != taint0) {
+	if (krepro_taint() != taint0) {
 		krepro_report("kernel taint went from %lu to %lu during the drain", taint0,
-			    read_taint());
+			    krepro_taint());
 		return false;
 	}
 	krepro_pass("bound reached clean: %u error recoveries with %u timeouts in flight, "
