@@ -392,6 +392,65 @@ static int run_case(const struct krepro_case *c, unsigned int seconds_left)
 	return KREPRO_BROKEN;
 }
 
+/* Has the child pid ended? Looked at without reaping it. */
+static bool child_ended(void *pid)
+{
+	siginfo_t info = { 0 };
+
+	if (waitid(P_PID, (id_t)*(pid_t *)pid, &info, WEXITED | WNOHANG | WNOWAIT) < 0)
+		return errno != EINTR;	/* not ours to wait for: waitpid() says why */
+	return info.si_pid != 0;
+}
+
+struct krepro_child krepro_run_child(void (*fn)(void *arg), void *arg, double timeout)
+{
+	/* How often the parent looks, and how long SIGKILL gets to end it. */
+	const double look = 0.01, kill_grace = 1.0;
+	struct krepro_child child = { .end = KREPRO_CHILD_EXITED };
+	bool killed = false;
+	double start;
+	int status;
+
+	/* Every stream: what is buffered is written once, not again at the
+	 * child's exit(). */
+	fflush(NULL);
+	start = krepro_now();
+	child.pid = fork();
+	if (child.pid < 0)
+		krepro_broken("fork: %s", strerror(errno));
+	if (child.pid == 0) {
+		/* Its verdict is its own, and a BROKEN here ends only the
+		 * child: setup's cleanup is not its to run. */
+		in_test_process = false;
+		case_result = -1;
+		fn(arg);
+		exit(case_result < 0 ? KREPRO_PASS : case_result);
+	}
+	if (!krepro_poll_until(child_ended, &child.pid, timeout, look, NULL)) {
+		kill(child.pid, SIGKILL);
+		killed = true;
+		if (!krepro_poll_until(child_ended, &child.pid, kill_grace, look, NULL)) {
+			child.end = KREPRO_CHILD_STUCK;
+			child.seconds = krepro_now() - start;
+			return child;
+		}
+	}
+	while (waitpid(child.pid, &status, 0) < 0)
+		if (errno != EINTR)
+			krepro_broken("waitpid %d: %s", (int)child.pid, strerror(errno));
+	child.seconds = krepro_now() - start;
+	if (WIFEXITED(status)) {
+		/* It may have ended by itself just as the deadline came. */
+		child.exit_code = WEXITSTATUS(status);
+	} else if (killed && WTERMSIG(status) == SIGKILL) {
+		child.end = KREPRO_CHILD_TIMED_OUT;
+	} else {
+		child.end = KREPRO_CHILD_KILLED;
+		child.signo = WTERMSIG(status);
+	}
+	return child;
+}
+
 static int run_test(const struct krepro_test *t, int ncases)
 {
 	unsigned int npass = 0, nfail = 0, nskip = 0, nbroken = 0;

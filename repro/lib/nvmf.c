@@ -11,12 +11,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -120,32 +118,18 @@ int krepro_nvmf_connect(const struct krepro_nvmf *t, double wait_s)
 	return instance;
 }
 
-int krepro_nvmf_delete(int instance, double wait_s)
+/* In the child of krepro_nvmf_delete(): the write that tears the controller down. */
+static void delete_controller(void *path)
+{
+	krepro_write_file(path, "1");
+}
+
+struct krepro_child krepro_nvmf_delete(int instance, double wait_s)
 {
 	char path[128];
-	double deadline;
-	int status;
-	pid_t pid;
 
 	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d/delete_controller", instance);
-	fflush(stdout);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int fd = open(path, O_WRONLY);
-
-		_exit(fd >= 0 && write(fd, "1", 1) == 1 ? 0 : 1);
-	}
-	deadline = krepro_now() + wait_s;
-	while (krepro_now() < deadline) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-		krepro_sleep(0.1);
-	}
-	return -1;	/* the child stays blocked in the kernel; the guest ends anyway */
+	return krepro_run_child(delete_controller, path, wait_s);
 }
 
 /* --- the storm --- */
@@ -329,10 +313,7 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 	lseek(kfd, 0, SEEK_END);
 	taint0 = krepro_taint();
 
-	shared = mmap(NULL, sizeof(*shared) + s->threads * sizeof(struct reader),
-		      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (shared == MAP_FAILED)
-		krepro_broken("mmap: %s", strerror(errno));
+	shared = krepro_shared(sizeof(*shared) + s->threads * sizeof(struct reader));
 	shared->n = s->threads;
 	readers = shared->r;
 	snprintf(path, sizeof(path), "/dev/%s", disk);
@@ -455,17 +436,26 @@ void krepro_nvme_timeout_case(const struct krepro_nvmf *t, int instance)
 		 * (BLK_EH_RESET_TIMER) expires again inside the window. */
 		.window_ms = 1500,
 	};
-	double t0;
+	struct krepro_child delete;
 
 	if (!krepro_nvme_timeout_storm(&storm))
 		return;	/* failed: the cleanup tries the delete, bounded */
 	/* Deleting the controller tears it down once more, with the window. */
-	t0 = krepro_now();
-	if (krepro_nvmf_delete(instance, 60) < 0)
+	delete = krepro_nvmf_delete(instance, 60);
+	switch (delete.end) {
+	case KREPRO_CHILD_EXITED:
+		if (delete.exit_code != KREPRO_PASS)
+			krepro_broken("deleting nvme%d failed (above)", instance);
+		krepro_info("nvme%d deleted in %.1f s", instance, delete.seconds);
+		break;
+	case KREPRO_CHILD_KILLED:
+		krepro_fail("the process deleting nvme%d was killed by signal %d (%s)", instance,
+			    delete.signo, strsignal(delete.signo));
+		break;
+	default:
 		krepro_fail("deleting nvme%d did not finish within 60 s (teardown blocked)",
 			    instance);
-	else
-		krepro_info("nvme%d deleted in %.1f s", instance, krepro_now() - t0);
+	}
 }
 
 void krepro_nvmf_teardown(const struct krepro_nvmf *t, int instance)
@@ -473,11 +463,15 @@ void krepro_nvmf_teardown(const struct krepro_nvmf *t, int instance)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d", instance);
-	if (instance >= 0 && exists(path) && krepro_nvmf_delete(instance, 30) < 0) {
-		/* Removing the target now could block this process as well. */
-		krepro_info("cleanup: deleting nvme%d did not finish in 30 s; target left",
-			    instance);
-		return;
+	if (instance >= 0 && exists(path)) {
+		struct krepro_child delete = krepro_nvmf_delete(instance, 30);
+
+		if (delete.end != KREPRO_CHILD_EXITED || delete.exit_code != KREPRO_PASS) {
+			/* Removing the target now could block this process as well. */
+			krepro_info("cleanup: nvme%d not deleted within 30 s; target left",
+				    instance);
+			return;
+		}
 	}
 	krepro_nvmet_cleanup(t);
 }
