@@ -31,6 +31,12 @@ static bool exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
+/* exists() as krepro_poll_until() calls it. */
+static bool path_appeared(void *path)
+{
+	return exists(path);
+}
+
 void krepro_nvmf_preflight(const struct krepro_nvmf *t)
 {
 	if (!exists(t->window_param))
@@ -92,7 +98,6 @@ int krepro_nvmf_connect(const struct krepro_nvmf *t, double wait_s)
 {
 	char opts[512], reply[256], disk[64];
 	int fd, instance = -1, cntlid = -1;
-	double deadline;
 	ssize_t n;
 
 	snprintf(opts, sizeof(opts), "nqn=%s,transport=%s,traddr=%s,trsvcid=%s%s%s",
@@ -109,12 +114,8 @@ int krepro_nvmf_connect(const struct krepro_nvmf *t, double wait_s)
 	krepro_info("connected nvme%d (cntlid %d): %s", instance, cntlid, opts);
 
 	snprintf(disk, sizeof(disk), "/dev/nvme%dn1", instance);
-	deadline = krepro_now() + wait_s;
-	while (!exists(disk)) {
-		if (krepro_now() > deadline)
-			krepro_broken("%s did not appear within %.0f s of the connect", disk, wait_s);
-		krepro_sleep(0.05);
-	}
+	if (!krepro_poll_until(path_appeared, disk, wait_s, 0.05, NULL))
+		krepro_broken("%s did not appear within %.0f s of the connect", disk, wait_s);
 	return instance;
 }
 

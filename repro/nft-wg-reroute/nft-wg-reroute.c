@@ -626,6 +626,20 @@ static void snapshot(struct counters *c)
 	krepro_link_stats(side[0].rtnl, "veth1", &c->veth);
 }
 
+struct echo_try {
+	int fam;
+	int ret;	/* the last echo's: 0 or -errno */
+};
+
+/* One echo of a second, as krepro_poll_until() calls it. */
+static bool echo_came_back(void *arg)
+{
+	struct echo_try *attempt = arg;
+
+	attempt->ret = echo(attempt->fam, 1000);
+	return attempt->ret == 0;
+}
+
 /* Point both peers at each other's veth address of the outer family, and
  * wait for an echo of each inner family with no rule in place. */
 static void baseline(int outer)
@@ -633,14 +647,13 @@ static void baseline(int outer)
 	wg_set_peer(0, outer, false);
 	wg_set_peer(1, outer, false);
 	for (int fam = 0; fam < 2; fam++) {
-		double t0 = krepro_elapsed();
-		int ret = -ETIMEDOUT;
+		struct echo_try attempt = { .fam = fam, .ret = -ETIMEDOUT };
 
-		while (krepro_elapsed() - t0 < BASELINE_S && (ret = echo(fam, 1000)))
-			;
-		if (ret)
+		/* Echoes one after another, a pause after one that fails at once. */
+		if (!krepro_poll_until(echo_came_back, &attempt, BASELINE_S, 0.1, NULL))
 			krepro_broken("no %s echo over wg0 without any rule (outer %s) in %d s: %s",
-				      fam_name[fam], fam_name[outer], BASELINE_S, strerror(-ret));
+				      fam_name[fam], fam_name[outer], BASELINE_S,
+				      strerror(-attempt.ret));
 	}
 }
 
