@@ -1,20 +1,98 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A reproducer that does what FAKE_<case> says (pass, fail, skip, broken,
- * report, crash, none), for the harness unit tests. Built three times: against
- * the test build of the harness (marker and kmsg in files), against the real
- * one, to check that the real one refuses to run on the host, and against the
- * test build again for arches this machine is not (KREPRO_ARCHES, as
- * krepro_reproducer() passes it), to check the SKIP.
+ * report, crash, none; child-return, child-broken, child-crash, child-hang:
+ * krepro_run_child() on such a child; poll-early, poll-never:
+ * krepro_poll_until(); FAKE_SETUP_CHILD: a BROKEN child of setup), for the
+ * harness unit tests. Built three times: against the test build of the
+ * harness (marker and kmsg in files), against the real one, to check that the
+ * real one refuses to run on the host, and against the test build again for
+ * arches this machine is not (KREPRO_ARCHES, as krepro_reproducer() passes
+ * it), to check the SKIP.
  */
 #define _GNU_SOURCE
 #include "krepro.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Children for krepro_run_child(), by what they do. */
+static void child_returns(void *arg)
+{
+	(void)arg;
+	krepro_info("the child reports through the harness");
+}
+
+static void child_broken(void *arg)
+{
+	(void)arg;
+	krepro_broken("the child cannot go on");
+}
+
+static void child_crashes(void *arg)
+{
+	(void)arg;
+	abort();
+}
+
+static void child_hangs(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+}
+
+/*
+ * Run the child `what` names with a deadline of 0.5 s; the case's PASS line
+ * says how it ended, for the test to read.
+ */
+static void run_child(const char *what)
+{
+	static const char *const ends[] = {
+		[KREPRO_CHILD_EXITED] = "exited", [KREPRO_CHILD_KILLED] = "killed",
+		[KREPRO_CHILD_TIMED_OUT] = "timed out", [KREPRO_CHILD_STUCK] = "stuck",
+	};
+	void (*fn)(void *) = !strcmp(what, "broken") ? child_broken :
+			     !strcmp(what, "crash") ? child_crashes :
+			     !strcmp(what, "hang") ? child_hangs : child_returns;
+	struct krepro_child child;
+
+	/* Printed once, not again by the child. */
+	krepro_info("before the child");
+	child = krepro_run_child(fn, NULL, 0.5);
+	krepro_pass("child %s, exit code %d, signal %d, after %.2f s; %s", ends[child.end],
+		    child.exit_code, child.signo, child.seconds,
+		    kill(child.pid, 0) < 0 && errno == ESRCH ? "reaped" : "still there");
+}
+
+struct poll_count {
+	int calls, true_from;	/* ready from that call on; 0: never */
+};
+
+static bool ready_on_call(void *arg)
+{
+	struct poll_count *count = arg;
+
+	count->calls++;
+	return count->true_from && count->calls >= count->true_from;
+}
+
+/* Poll with a deadline of 1 s, every 0.1 s, a condition that comes true on
+ * the third call (early) or never. */
+static void run_poll(const char *what)
+{
+	struct poll_count count = { .true_from = !strcmp(what, "early") ? 3 : 0 };
+	double waited = -1;
+	bool met = krepro_poll_until(ready_on_call, &count, 1.0, 0.1, &waited);
+
+	krepro_pass("poll %s after %d calls, %.2f s", met ? "true" : "timed out", count.calls,
+		    waited);
+}
 
 static void act(const char *name)
 {
@@ -43,6 +121,10 @@ static void act(const char *name)
 		krepro_pass("%s itself saw nothing wrong", name);
 	} else if (!strcmp(what, "crash"))
 		abort();
+	else if (!strncmp(what, "child-", 6))
+		run_child(what + 6);
+	else if (!strncmp(what, "poll-", 5))
+		run_poll(what + 5);
 	/* "none": return without a verdict */
 }
 
@@ -53,6 +135,9 @@ static void setup(void)
 {
 	if (getenv("FAKE_SETUP_BROKEN"))
 		krepro_broken("setup fails on purpose");
+	if (getenv("FAKE_SETUP_CHILD"))
+		krepro_info("setup's child: exit code %d",
+			    krepro_run_child(child_broken, NULL, 5).exit_code);
 }
 
 static void cleanup(void)

@@ -6,6 +6,7 @@ that --describe is the declaration as JSON."""
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -76,6 +77,72 @@ class Harness(unittest.TestCase):
         rc, out, _ = self.run_fake(FAKE_first="crash")
         self.assertEqual(rc, 2, out)
         self.assertIn("killed by signal 6", out)
+
+    def child(self, what):
+        """Run a child through krepro_run_child() with a 0.5 s deadline: the
+        run's output, and how the case's PASS line says it ended."""
+        rc, out, _ = self.run_fake(FAKE_first="child-" + what)
+        self.assertEqual(rc, 0, out)
+        m = re.search(r"# first: PASS: child (exited|killed|timed out|stuck), exit code (\d+), "
+                      r"signal (\d+), after ([\d.]+) s; (reaped|still there)\n", out)
+        self.assertIsNotNone(m, out)
+        self.assertEqual(out.count("# before the child\n"), 1, out)
+        return out, m.group(1), int(m.group(2)), int(m.group(3)), float(m.group(4)), m.group(5)
+
+    def test_child_returns(self):
+        out, end, code, sig, seconds, reaped = self.child("return")
+        self.assertEqual((end, code, sig, reaped), ("exited", 0, 0, "reaped"), out)
+        self.assertLess(seconds, 0.5, out)
+        # Its output goes out through the harness, once.
+        self.assertEqual(out.count("# the child reports through the harness\n"), 1, out)
+
+    def test_child_verdict_is_its_exit_code(self):
+        # The child's BROKEN names the case and ends the child only: the
+        # parent learns it as the exit code and decides (here: PASS).
+        out, end, code, sig, _, reaped = self.child("broken")
+        self.assertEqual((end, code, sig, reaped), ("exited", 2, 0, "reaped"), out)
+        self.assertRegex(out, r"# first: BROKEN: .*fake-repro.c:\d+: the child cannot go on")
+
+    def test_child_broken_in_setup_leaves_cleanup_to_the_test(self):
+        # A BROKEN setup runs cleanup; a BROKEN child of setup does not.
+        rc, out, _ = self.run_fake(FAKE_SETUP_CHILD="broken")
+        self.assertEqual(rc, 0, out)
+        self.assertRegex(out, r"# setup: BROKEN: .*the child cannot go on")
+        self.assertIn("# setup's child: exit code 2\n", out)
+        self.assertEqual(out.count("# cleanup ran\n"), 1, out)
+
+    def test_child_crash(self):
+        out, end, code, sig, _, reaped = self.child("crash")
+        self.assertEqual((end, sig, reaped), ("killed", 6, "reaped"), out)
+
+    def test_child_killed_at_deadline(self):
+        out, end, _, sig, seconds, reaped = self.child("hang")
+        self.assertEqual((end, sig, reaped), ("timed out", 0, "reaped"), out)
+        self.assertGreaterEqual(seconds, 0.5, out)
+        self.assertLess(seconds, 2.0, out)
+
+    def poll(self, what):
+        rc, out, _ = self.run_fake(FAKE_first="poll-" + what)
+        self.assertEqual(rc, 0, out)
+        m = re.search(r"# first: PASS: poll (true|timed out) after (\d+) calls, ([\d.]+) s\n", out)
+        self.assertIsNotNone(m, out)
+        return m.group(1), int(m.group(2)), float(m.group(3))
+
+    def test_poll_true_early(self):
+        # True on the third call: two sleeps of 0.1 s, well before the 1 s deadline.
+        met, calls, waited = self.poll("early")
+        self.assertEqual((met, calls), ("true", 3))
+        self.assertGreaterEqual(waited, 0.2)
+        self.assertLess(waited, 0.9)
+
+    def test_poll_times_out(self):
+        # Never true: a call every 0.1 s and a last one at the 1 s deadline.
+        met, calls, waited = self.poll("never")
+        self.assertEqual(met, "timed out")
+        self.assertGreaterEqual(waited, 1.0)
+        self.assertLess(waited, 1.8)
+        self.assertGreaterEqual(calls, 5)
+        self.assertLessEqual(calls, 12)
 
     def test_setup_broken_runs_cleanup(self):
         rc, out, _ = self.run_fake(FAKE_SETUP_BROKEN="1")

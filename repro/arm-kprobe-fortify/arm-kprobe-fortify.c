@@ -18,8 +18,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +26,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define TRACEFS		"/sys/kernel/tracing"
@@ -37,12 +34,6 @@
 #define EVENT_ENABLE	TRACEFS "/events/krepro/kp/enable"
 #define KPROBE_LIST	"/sys/kernel/debug/kprobes/list"
 #define KPROBE_PMU_TYPE	"/sys/bus/event_source/devices/kprobe/type"
-/*
- * Written by a case whose registration oopsed: the oops kills the writer
- * with kprobe_mutex held, so any later registration (and any kprobe_events
- * write) would block forever. Later cases and cleanup then leave probes alone.
- */
-#define WEDGED		"/tmp/arm-kprobe-fortify.wedged"
 
 /*
  * Functions whose first instruction the ARM optimizer accepts (checked at run
@@ -55,69 +46,74 @@
 /* A registration returns at once or never: the buggy kernel oopses in it. */
 #define REGISTER_SECONDS 10
 #define OPTIMIZE_SECONDS 5
+/* How often kprobes/list is read while waiting for the optimizer. */
+#define LOOK_SECONDS	0.1
 
 /*
- * Wait about 100 ms. Deadlines are kept with krepro_elapsed() (CLOCK_MONOTONIC),
- * not by counting naps: on the allnoconfig ARM kernel (no COMPAT_32BIT_TIME)
- * glibc's usleep() was seen to return at once, so a nap may be a yield.
+ * What the cases learn that outlives them (each runs in its own process):
+ * set by a case whose registration oopsed or never returned. The oops kills
+ * the writer with kprobe_mutex held, so any later registration (and any
+ * kprobe_events write) would block forever: later cases and cleanup then
+ * leave probes alone.
  */
-static void nap(void)
-{
-	static bool told;
-	struct timespec ts = { 0, 100 * 1000 * 1000 };
-	int err = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+struct run_state {
+	bool wedged;
+};
 
-	if (err && err != EINTR) {
-		if (!told)
-			krepro_info("clock_nanosleep: %s: polling without sleeping", strerror(err));
-		told = true;
-		sched_yield();
-	}
-}
-
-static bool wedged(void)
-{
-	return access(WEDGED, F_OK) == 0;
-}
+static struct run_state *state;	/* shared memory, from setup */
 
 /*
- * Run fn() in a child and wait up to REGISTER_SECONDS. Returns its exit code
- * (0: registered), or -1 after krepro_fail() with the evidence when the
- * child was killed (the oops) or did not return.
+ * Run the registration fn in a child and wait up to REGISTER_SECONDS: true
+ * when it registered. When the child was killed (the oops) or did not return,
+ * the case FAILs with that evidence and the kernel is wedged.
  */
-static int register_in_child(const char *what, int (*fn)(void))
+static bool register_in_child(const char *what, void (*fn)(void *arg))
 {
-	pid_t pid;
-	int status;
+	struct krepro_child child = krepro_run_child(fn, NULL, REGISTER_SECONDS);
 
-	fflush(stdout);
-	pid = fork();
-	if (pid < 0)
-		krepro_broken("fork: %s", strerror(errno));
-	if (pid == 0)
-		_exit(fn());
-	for (double end = krepro_elapsed() + REGISTER_SECONDS;;) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r < 0)
-			krepro_broken("waitpid: %s", strerror(errno));
-		if (r == 0) {
-			if (krepro_elapsed() >= end)
-				break;
-			nap();
-			continue;
-		}
-		if (WIFEXITED(status))
-			return WEXITSTATUS(status);
-		close(SAFE(open(WEDGED, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)));
+	switch (child.end) {
+	case KREPRO_CHILD_EXITED:
+		/* It said why (BROKEN) in its own line. */
+		if (child.exit_code != KREPRO_PASS)
+			krepro_broken("%s: registering failed (above)", what);
+		return true;
+	case KREPRO_CHILD_KILLED:
+		state->wedged = true;
 		krepro_fail("%s: the registering process was killed by signal %d (%s): the "
 			    "kernel oopsed inside the registration (the kernel log has the report)",
-			    what, WTERMSIG(status), strsignal(WTERMSIG(status)));
-		return -1;
+			    what, child.signo, strsignal(child.signo));
+		return false;
+	default:	/* timed out, or stuck in the kernel */
+		state->wedged = true;
+		krepro_fail("%s: the registration did not return in %d s", what, REGISTER_SECONDS);
+		return false;
 	}
-	close(SAFE(open(WEDGED, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)));
-	krepro_fail("%s: the registration did not return in %d s", what, REGISTER_SECONDS);
-	return -1;
+}
+
+struct probe_listing {
+	char want[128];		/* " func+0x0 " */
+	char seen[256];		/* its last kprobes/list line */
+};
+
+/* Does kprobes/list show the probe as [OPTIMIZED]? */
+static bool listed_optimized(void *arg)
+{
+	struct probe_listing *listing = arg;
+	char line[256];
+	bool optimized = false;
+	FILE *f = fopen(KPROBE_LIST, "re");
+
+	if (!f)
+		krepro_broken("open " KPROBE_LIST ": %s", strerror(errno));
+	while (!optimized && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strstr(line, listing->want))
+			continue;
+		snprintf(listing->seen, sizeof(listing->seen), "%s", line);
+		optimized = strstr(line, "[OPTIMIZED]") != NULL;
+	}
+	fclose(f);
+	return optimized;
 }
 
 /*
@@ -126,31 +122,17 @@ static int register_in_child(const char *what, int (*fn)(void))
  */
 static void expect_optimized(const char *func)
 {
-	char want[128], line[256], seen[256] = "";
+	struct probe_listing listing = { .seen = "" };
 
-	snprintf(want, sizeof(want), " %s+0x0 ", func);
-	for (double end = krepro_elapsed() + OPTIMIZE_SECONDS; krepro_elapsed() < end; nap()) {
-		FILE *f = fopen(KPROBE_LIST, "re");
-
-		if (!f)
-			krepro_broken("open " KPROBE_LIST ": %s", strerror(errno));
-		while (fgets(line, sizeof(line), f)) {
-			line[strcspn(line, "\n")] = '\0';
-			if (!strstr(line, want))
-				continue;
-			snprintf(seen, sizeof(seen), "%s", line);
-			if (strstr(line, "[OPTIMIZED]")) {
-				fclose(f);
-				krepro_info("kprobes/list: %s", line);
-				return;
-			}
-		}
-		fclose(f);
+	snprintf(listing.want, sizeof(listing.want), " %s+0x0 ", func);
+	if (krepro_poll_until(listed_optimized, &listing, OPTIMIZE_SECONDS, LOOK_SECONDS, NULL)) {
+		krepro_info("kprobes/list: %s", listing.seen);
+		return;
 	}
-	if (seen[0])
+	if (listing.seen[0])
 		krepro_broken("%s was probed but not optimized in %d s (kprobes/list: %s): "
 			      "the template copy under test did not run", func,
-			      OPTIMIZE_SECONDS, seen);
+			      OPTIMIZE_SECONDS, listing.seen);
 	krepro_broken("%s is not in " KPROBE_LIST " after registering it", func);
 }
 
@@ -174,18 +156,13 @@ static void do_fork(void)
 	SAFE(waitpid(pid, NULL, 0));
 }
 
-static int add_kprobe_event(void)
+/* In the registering child: perf probe's write. */
+static void add_kprobe_event(void *unused)
 {
-	int fd = open(KPROBE_EVENTS, O_WRONLY | O_CLOEXEC);
-	const char *def = "p:krepro/kp " EVENTS_FUNC "\n";
-
-	if (fd < 0 || write(fd, def, strlen(def)) != (ssize_t)strlen(def)) {
-		printf("# BROKEN: write '%s' to " KPROBE_EVENTS ": %s\n", "p:krepro/kp "
-		       EVENTS_FUNC, strerror(errno));
-		return KREPRO_BROKEN;
-	}
-	close(fd);
-	return 0;
+	(void)unused;
+	if (krepro_try_write_file(KPROBE_EVENTS, "p:krepro/kp " EVENTS_FUNC "\n") < 0)
+		krepro_broken("write 'p:krepro/kp " EVENTS_FUNC "' to " KPROBE_EVENTS ": %s",
+			      strerror(errno));
 }
 
 /* Hits of krepro/kp in kprobe_profile: "  kp   HITS   MISSES" (6.1 prints the
@@ -214,10 +191,10 @@ static void run_kprobe_events(void)
 {
 	unsigned long before, after;
 
-	if (wedged())
+	if (state->wedged)
 		krepro_skip("not tried: an earlier registration oopsed holding kprobe_mutex");
-	if (register_in_child("kprobe_events 'p:krepro/kp " EVENTS_FUNC "'",
-			      add_kprobe_event) != 0)
+	if (!register_in_child("kprobe_events 'p:krepro/kp " EVENTS_FUNC "'",
+			       add_kprobe_event))
 		return;
 	/* A trace_kprobe is registered disabled (its template already copied:
 	 * register_kprobe() prepares the optimized probe either way) and is
@@ -253,17 +230,16 @@ static int open_kprobe_pmu(struct perf_event_attr *attr)
 	return (int)syscall(SYS_perf_event_open, attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static int pmu_probe_child(void)
+/* In the registering child: the probe is registered as its event opens. */
+static void open_pmu_probe(void *unused)
 {
 	struct perf_event_attr attr;
 
-	if (open_kprobe_pmu(&attr) < 0) {
-		printf("# BROKEN: perf_event_open(kprobe PMU type %d, %s): %s\n", pmu_type,
-		       PMU_FUNC, strerror(errno));
-		return KREPRO_BROKEN;
-	}
+	(void)unused;
+	if (open_kprobe_pmu(&attr) < 0)
+		krepro_broken("perf_event_open(kprobe PMU type %d, %s): %s", pmu_type,
+			      PMU_FUNC, strerror(errno));
 	/* Registered; the parent opens its own event: this one goes with us. */
-	return 0;
 }
 
 /* The perf kprobe PMU: the probe lives as long as its perf event. */
@@ -272,19 +248,15 @@ static void run_perf_kprobe_pmu(void)
 	struct perf_event_attr attr;
 	char buf[32];
 	uint64_t count = 0;
-	int rc;
 
-	if (wedged())
+	if (state->wedged)
 		krepro_skip("not tried: an earlier registration oopsed holding kprobe_mutex");
 	if (krepro_read_line(KPROBE_PMU_TYPE, buf, sizeof(buf)) < 0)
 		krepro_broken(KPROBE_PMU_TYPE ": %s", strerror(errno));
 	pmu_type = atoi(buf);
 	/* First in a child, which the buggy kernel kills. */
-	rc = register_in_child("perf_event_open(kprobe PMU, " PMU_FUNC ")", pmu_probe_child);
-	if (rc < 0)
+	if (!register_in_child("perf_event_open(kprobe PMU, " PMU_FUNC ")", open_pmu_probe))
 		return;
-	if (rc != 0)
-		krepro_broken("registering through the kprobe PMU failed (see above)");
 	pmu_fd = open_kprobe_pmu(&attr);
 	if (pmu_fd < 0)
 		krepro_broken("perf_event_open(kprobe PMU, " PMU_FUNC "): %s", strerror(errno));
@@ -308,7 +280,7 @@ static void setup(void)
 {
 	struct stat st;
 
-	unlink(WEDGED);
+	state = krepro_shared(sizeof(*state));
 	if (stat(KPROBE_EVENTS, &st) < 0)
 		krepro_broken(KPROBE_EVENTS ": %s (tracefs not mounted?)", strerror(errno));
 	if (stat(KPROBE_LIST, &st) < 0)
@@ -320,7 +292,7 @@ static void cleanup(void)
 {
 	int fd;
 
-	if (wedged()) {
+	if (state && state->wedged) {
 		krepro_info("probes left in place: the kernel oopsed holding kprobe_mutex");
 		return;
 	}

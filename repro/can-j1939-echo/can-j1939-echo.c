@@ -168,14 +168,37 @@ static unsigned long long echoes_dropped(struct mnl_socket *rtnl, int rx)
 	return st.rx_dropped + mem[SK_MEMINFO_DROPS];
 }
 
+struct trace_tail {
+	int kmsg;
+	char frame[256];	/* the trace's j1939_can_recv line, once seen */
+};
+
+/* Read the report's trace on as far as kmsg has it, quoting its lines that
+ * matter: true at the end of the trace. */
+static bool trace_ended(void *arg)
+{
+	struct trace_tail *tail = arg;
+	char msg[1024];
+
+	while (krepro_kmsg_next(tail->kmsg, msg, sizeof(msg))) {
+		if (!strncmp(msg, "WARNING:", 8) || strstr(msg, "j1939_can_recv"))
+			krepro_info("kmsg: %s", msg);
+		if (!tail->frame[0] && strstr(msg, "j1939_can_recv"))
+			snprintf(tail->frame, sizeof(tail->frame), "%s", msg + strspn(msg, " "));
+		if (strstr(msg, "---[ end trace"))
+			return true;
+	}
+	return false;
+}
+
 /*
  * A kernel report after the race started? Quote it, with the j1939_can_recv
  * frame of its trace (read on until the end of the trace, 2 s at most).
  */
 static bool report_seen(int kmsg, unsigned int sent)
 {
-	char msg[1024], report[1024] = "", frame[256] = "";
-	double deadline;
+	struct trace_tail tail = { .kmsg = kmsg };
+	char msg[1024], report[1024] = "";
 
 	while (krepro_kmsg_next(kmsg, msg, sizeof(msg)))
 		if (krepro_kernel_report(msg)) {
@@ -184,28 +207,32 @@ static bool report_seen(int kmsg, unsigned int sent)
 		}
 	if (!report[0])
 		return false;
-	deadline = krepro_elapsed() + 2.0;
-	while (krepro_elapsed() < deadline) {
-		if (!krepro_kmsg_next(kmsg, msg, sizeof(msg))) {
-			usleep(10000);
-			continue;
-		}
-		if (!strncmp(msg, "WARNING:", 8) || strstr(msg, "j1939_can_recv"))
-			krepro_info("kmsg: %s", msg);
-		if (!frame[0] && strstr(msg, "j1939_can_recv"))
-			snprintf(frame, sizeof(frame), "%s", msg + strspn(msg, " "));
-		if (strstr(msg, "---[ end trace"))
-			break;
-	}
+	krepro_poll_until(trace_ended, &tail, 2.0, 0.01, NULL);
 	/* The host decides whether the report is this bug (its signature:
 	 * refcount_t, a j1939_ frame); any other report is OTHER. */
-	if (frame[0])
+	if (tail.frame[0])
 		krepro_report("after %u sends (%.1f s): \"%s\", taken in %s: a reference on a "
-			      "closed socket", sent, krepro_elapsed(), report, frame);
+			      "closed socket", sent, krepro_elapsed(), report, tail.frame);
 	else
 		krepro_report("after %u sends (%.1f s): \"%s\" (no j1939_can_recv in its trace)",
 			      sent, krepro_elapsed(), report);
 	return true;
+}
+
+struct drain {
+	struct mnl_socket *rtnl;
+	int rx;
+	unsigned int sent;
+	unsigned long long dropped_before, dropped;
+};
+
+/* Is every echo sent received or counted as dropped? */
+static bool drained(void *arg)
+{
+	struct drain *d = arg;
+
+	d->dropped = echoes_dropped(d->rtnl, d->rx) - d->dropped_before;
+	return atomic_load(&received) + d->dropped >= d->sent;
 }
 
 static void run_race(void)
@@ -213,10 +240,11 @@ static void run_race(void)
 	int listeners[LISTENERS], rx = j1939_receiver(), kmsg = krepro_kmsg_open();
 	struct sockaddr_can addr = { .can_family = AF_CAN, .can_ifindex = ifindex };
 	struct mnl_socket *rtnl = krepro_nl_open(NETLINK_ROUTE);
-	unsigned long long dropped_before = echoes_dropped(rtnl, rx), dropped = 0;
+	unsigned long long dropped_before = echoes_dropped(rtnl, rx), dropped;
 	unsigned int sent = 0;
 	bool reported = false;
-	double start, deadline;
+	struct drain drain;
+	double start;
 	pthread_t thread;
 	int err;
 
@@ -245,11 +273,10 @@ static void run_race(void)
 	 */
 	for (int i = 0; i < LISTENERS; i++)
 		close(listeners[i]);
-	deadline = krepro_elapsed() + DRAIN_SECONDS;
-	do {
-		usleep(100000);
-		dropped = echoes_dropped(rtnl, rx) - dropped_before;
-	} while (atomic_load(&received) + dropped < sent && krepro_elapsed() < deadline);
+	drain = (struct drain){ .rtnl = rtnl, .rx = rx, .sent = sent,
+				.dropped_before = dropped_before };
+	krepro_poll_until(drained, &drain, DRAIN_SECONDS, 0.1, NULL);
+	dropped = drain.dropped;
 	atomic_store(&stop, true);
 	pthread_join(thread, NULL);
 	if (!reported)

@@ -16,7 +16,6 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -43,15 +42,11 @@ static const struct krepro_test *cur_test;
 static const char *cur_case = "setup";
 static int case_result = -1;	/* -1: no verdict yet */
 static bool in_test_process;
-static struct timespec t_start;
+static double run_start;	/* krepro_now() when krepro_main() began */
 
 double krepro_elapsed(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t_start.tv_sec) +
-	       (double)(now.tv_nsec - t_start.tv_nsec) / 1e9;
+	return krepro_now() - run_start;
 }
 
 static void vdiag(const char *tag, const char *fmt, va_list ap)
@@ -252,13 +247,17 @@ static int missing_kconfigs(const char *const *needs, char *why, size_t whysize)
 	return missing;
 }
 
-static unsigned long read_taint(void)
+unsigned long krepro_taint(void)
 {
-	char buf[64];
+	unsigned long taint = 0;
+	FILE *f = fopen(KREPRO_TAINT_PATH, "re");
 
-	if (krepro_read_line(KREPRO_TAINT_PATH, buf, sizeof(buf)) < 0)
-		return 0;
-	return strtoul(buf, NULL, 10);
+	if (f) {
+		if (fscanf(f, "%lu", &taint) != 1)
+			taint = 0;
+		fclose(f);
+	}
+	return taint;
 }
 
 /* Does a kernel message (without its kmsg prefix) start a kernel report? */
@@ -391,6 +390,65 @@ static int run_case(const struct krepro_case *c, unsigned int seconds_left)
 		krepro_info("%s: BROKEN: case killed by signal %d (%s)", c->name,
 			    WTERMSIG(status), strsignal(WTERMSIG(status)));
 	return KREPRO_BROKEN;
+}
+
+/* Has the child pid ended? Looked at without reaping it. */
+static bool child_ended(void *pid)
+{
+	siginfo_t info = { 0 };
+
+	if (waitid(P_PID, (id_t)*(pid_t *)pid, &info, WEXITED | WNOHANG | WNOWAIT) < 0)
+		return errno != EINTR;	/* not ours to wait for: waitpid() says why */
+	return info.si_pid != 0;
+}
+
+struct krepro_child krepro_run_child(void (*fn)(void *arg), void *arg, double timeout)
+{
+	/* How often the parent looks, and how long SIGKILL gets to end it. */
+	const double look = 0.01, kill_grace = 1.0;
+	struct krepro_child child = { .end = KREPRO_CHILD_EXITED };
+	bool killed = false;
+	double start;
+	int status;
+
+	/* Every stream: what is buffered is written once, not again at the
+	 * child's exit(). */
+	fflush(NULL);
+	start = krepro_now();
+	child.pid = fork();
+	if (child.pid < 0)
+		krepro_broken("fork: %s", strerror(errno));
+	if (child.pid == 0) {
+		/* Its verdict is its own, and a BROKEN here ends only the
+		 * child: setup's cleanup is not its to run. */
+		in_test_process = false;
+		case_result = -1;
+		fn(arg);
+		exit(case_result < 0 ? KREPRO_PASS : case_result);
+	}
+	if (!krepro_poll_until(child_ended, &child.pid, timeout, look, NULL)) {
+		kill(child.pid, SIGKILL);
+		killed = true;
+		if (!krepro_poll_until(child_ended, &child.pid, kill_grace, look, NULL)) {
+			child.end = KREPRO_CHILD_STUCK;
+			child.seconds = krepro_now() - start;
+			return child;
+		}
+	}
+	while (waitpid(child.pid, &status, 0) < 0)
+		if (errno != EINTR)
+			krepro_broken("waitpid %d: %s", (int)child.pid, strerror(errno));
+	child.seconds = krepro_now() - start;
+	if (WIFEXITED(status)) {
+		/* It may have ended by itself just as the deadline came. */
+		child.exit_code = WEXITSTATUS(status);
+	} else if (killed && WTERMSIG(status) == SIGKILL) {
+		child.end = KREPRO_CHILD_TIMED_OUT;
+	} else {
+		child.end = KREPRO_CHILD_KILLED;
+		child.signo = WTERMSIG(status);
+	}
+	return child;
 }
 
 static int run_test(const struct krepro_test *t, int ncases)
@@ -656,7 +714,7 @@ int krepro_main(const struct krepro_test *t, const char *arches, int argc, char 
 		ncases++;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	clock_gettime(CLOCK_MONOTONIC, &t_start);
+	run_start = krepro_now();
 	/* Open kmsg at its end before the mark: what we read later is ours. */
 	kmsg_fd = krepro_kmsg_open();
 	kmsg_write("krepro: %s: start\n", t->name);
@@ -669,7 +727,7 @@ int krepro_main(const struct krepro_test *t, const char *arches, int argc, char 
 	overall = -1;
 	cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	missing = missing_kconfigs(t->needs_kconfigs, why, sizeof(why));
-	taint_before = read_taint();
+	taint_before = krepro_taint();
 	if (missing < 0)
 		krepro_info("no /proc/config.gz nor /boot/config-<release>: kernel options not checked");
 	if (!runs_on(arches, machine_arch())) {
@@ -721,7 +779,7 @@ int krepro_main(const struct krepro_test *t, const char *arches, int argc, char 
 	}
 
 	reports = kmsg_fd >= 0 ? scan_kmsg(kmsg_fd) : 0;
-	taint_after = read_taint();
+	taint_after = krepro_taint();
 	if (reports) {
 		krepro_info("FAIL: the kernel logged %d report(s) during the test", reports);
 		overall = KREPRO_FAIL;

@@ -3,6 +3,11 @@
  * krepro harness: a reproducer declares itself in a struct krepro_test and the
  * harness owns main(): guest check, prerequisites, KTAP, kmsg mark and scan,
  * taint check, verdict and exit code (DESIGN.md).
+ *
+ * The library is in layers, each using only the ones before it: clock.c (the
+ * clock and waits on it; prints nothing), harness.c (main, verdicts, output,
+ * child processes), then the helpers (util.c, xfs.c, net.c, nvmf.c). The unit
+ * tests link the first two alone, so the harness cannot come to need a helper.
  */
 #ifndef KREPRO_H
 #define KREPRO_H
@@ -129,8 +134,51 @@ void *krepro_safe_ptr_at(void *ret, const char *expr, const char *file, int line
 #define SAFE(expr) krepro_safe_at((long)(expr), #expr, __FILE__, __LINE__)
 #define SAFE_PTR(expr) krepro_safe_ptr_at((void *)(expr), #expr, __FILE__, __LINE__)
 
-/* Seconds since the run started (monotonic). */
+/* --- the clock (clock.c): every deadline and duration is kept by it --- */
+
+/* Seconds on CLOCK_MONOTONIC. */
+double krepro_now(void);
+/* Seconds since the run started, on the same clock (harness.c). */
 double krepro_elapsed(void);
+/* Sleep `seconds` on that clock, whatever signals come. Returns 0, or the
+ * error of a clock that cannot sleep, after yielding the CPU instead. */
+int krepro_sleep(double seconds);
+/*
+ * Call ready(ctx) until it returns true or `timeout` seconds have passed,
+ * sleeping `step` seconds between calls: at least one call, and a last one
+ * at the deadline. Returns whether it became true; the seconds that took go
+ * to *waited (may be NULL).
+ */
+bool krepro_poll_until(bool (*ready)(void *ctx), void *ctx, double timeout, double step,
+		       double *waited);
+
+/*
+ * A call in a child process with a deadline (harness.c), for a call that may
+ * never return, or may take its caller down with it (a registration the buggy
+ * kernel oopses in). fn(arg) runs in a forked child that reports through the
+ * harness as the case does (its verdict lines name the case), but its verdict
+ * is its own: krepro_fail(), krepro_broken() and krepro_skip() mark or end the
+ * child, which exits with that verdict (KREPRO_PASS when it gave none). The
+ * caller says what the child's end means for the case. BROKEN if fork fails.
+ */
+enum krepro_child_end {
+	KREPRO_CHILD_EXITED,	/* ended by itself: exit_code */
+	KREPRO_CHILD_KILLED,	/* killed by a signal it got, not the deadline's: signo */
+	KREPRO_CHILD_TIMED_OUT,	/* running at the deadline: killed (SIGKILL) and reaped */
+	/* Running at the deadline and still there a second after SIGKILL, as in
+	 * an uninterruptible wait in the kernel: left behind, unreaped. */
+	KREPRO_CHILD_STUCK,
+};
+
+struct krepro_child {
+	enum krepro_child_end end;
+	int exit_code;		/* EXITED: its verdict (or any code it exited with) */
+	int signo;		/* KILLED: the signal */
+	double seconds;		/* from the fork to its end, or to leaving it */
+	pid_t pid;
+};
+
+struct krepro_child krepro_run_child(void (*fn)(void *arg), void *arg, double timeout);
 
 /*
  * Kernel messages, for a case that wants to stop at the first kernel report
@@ -146,7 +194,18 @@ int krepro_kmsg_open(void);
 int krepro_kmsg_next(int fd, char *msg, size_t size);
 bool krepro_kernel_report(const char *msg);
 
+/* The kernel's taint flags (/proc/sys/kernel/tainted); 0 if unreadable. */
+unsigned long krepro_taint(void);
+
 /* --- helpers several reproducers need (util.c) --- */
+
+/*
+ * Zeroed memory that setup, every case and cleanup share: a case runs in a
+ * child process, so what it keeps in its own variables dies with it. Map it
+ * before the fork of whoever must see it (in setup for the cases and
+ * cleanup). BROKEN on error.
+ */
+void *krepro_shared(size_t size);
 
 /* Pin the calling thread to one CPU. BROKEN on error. */
 void krepro_pin_cpu(int cpu);

@@ -11,44 +11,30 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define NVMET		"/sys/kernel/config/nvmet"
 #define FAIL_DIR	"/sys/kernel/debug/fail_io_timeout"
-#define TAINT_FILE	"/proc/sys/kernel/tainted"
 #define READ_SIZE	4096
 #define READ_SPAN	(1ULL << 30)	/* reads land in the first GiB */
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 
 static bool exists(const char *path)
 {
 	struct stat st;
 
 	return stat(path, &st) == 0;
+}
+
+/* exists() as krepro_poll_until() calls it. */
+static bool path_appeared(void *path)
+{
+	return exists(path);
 }
 
 void krepro_nvmf_preflight(const struct krepro_nvmf *t)
@@ -112,7 +98,6 @@ int krepro_nvmf_connect(const struct krepro_nvmf *t, double wait_s)
 {
 	char opts[512], reply[256], disk[64];
 	int fd, instance = -1, cntlid = -1;
-	double deadline;
 	ssize_t n;
 
 	snprintf(opts, sizeof(opts), "nqn=%s,transport=%s,traddr=%s,trsvcid=%s%s%s",
@@ -129,41 +114,23 @@ int krepro_nvmf_connect(const struct krepro_nvmf *t, double wait_s)
 	krepro_info("connected nvme%d (cntlid %d): %s", instance, cntlid, opts);
 
 	snprintf(disk, sizeof(disk), "/dev/nvme%dn1", instance);
-	deadline = now_s() + wait_s;
-	while (!exists(disk)) {
-		if (now_s() > deadline)
-			krepro_broken("%s did not appear within %.0f s of the connect", disk, wait_s);
-		sleep_ms(50);
-	}
+	if (!krepro_poll_until(path_appeared, disk, wait_s, 0.05, NULL))
+		krepro_broken("%s did not appear within %.0f s of the connect", disk, wait_s);
 	return instance;
 }
 
-int krepro_nvmf_delete(int instance, double wait_s)
+/* In the child of krepro_nvmf_delete(): the write that tears the controller down. */
+static void delete_controller(void *path)
+{
+	krepro_write_file(path, "1");
+}
+
+struct krepro_child krepro_nvmf_delete(int instance, double wait_s)
 {
 	char path[128];
-	double deadline;
-	int status;
-	pid_t pid;
 
 	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d/delete_controller", instance);
-	fflush(stdout);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int fd = open(path, O_WRONLY);
-
-		_exit(fd >= 0 && write(fd, "1", 1) == 1 ? 0 : 1);
-	}
-	deadline = now_s() + wait_s;
-	while (now_s() < deadline) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-		sleep_ms(100);
-	}
-	return -1;	/* the child stays blocked in the kernel; the guest ends anyway */
+	return krepro_run_child(delete_controller, path, wait_s);
 }
 
 /* --- the storm --- */
@@ -202,7 +169,7 @@ static void *reader_main(void *arg)
 		off_t off = (off_t)((rand_r(&seed) % (READ_SPAN / READ_SIZE)) * READ_SIZE);
 		ssize_t n;
 
-		atomic_store(&r->started, now_s());
+		atomic_store(&r->started, krepro_now());
 		n = pread(r->fd, buf, READ_SIZE, off);
 		atomic_store(&r->started, 0.0);
 		if (n == READ_SIZE) {
@@ -247,13 +214,6 @@ static pid_t start_readers(const char *dev)
 		_exit(0);
 	}
 	return pid;
-}
-
-static unsigned long read_taint(void)
-{
-	char buf[64];
-
-	return krepro_read_line(TAINT_FILE, buf, sizeof(buf)) < 0 ? 0 : strtoul(buf, NULL, 10);
 }
 
 struct kmsg_counts {
@@ -352,12 +312,9 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 
 	kfd = SAFE(open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
 	lseek(kfd, 0, SEEK_END);
-	taint0 = read_taint();
+	taint0 = krepro_taint();
 
-	shared = mmap(NULL, sizeof(*shared) + s->threads * sizeof(struct reader),
-		      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (shared == MAP_FAILED)
-		krepro_broken("mmap: %s", strerror(errno));
+	shared = krepro_shared(sizeof(*shared) + s->threads * sizeof(struct reader));
 	shared->n = s->threads;
 	readers = shared->r;
 	snprintf(path, sizeof(path), "/dev/%s", disk);
@@ -367,16 +324,16 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 		    "%u error recoveries", s->threads, path, s->io_timeout_ms, s->fail_percent,
 		    s->storm_s, s->max_recoveries);
 
-	t0 = now_s();
+	t0 = krepro_now();
 	t_end = t0 + s->storm_s;
 	/* Storm phase, then drain phase (injection off) until every reader has
 	 * stopped; a read outstanding longer than stall_s fails in both. */
 	for (bool storming = true;;) {
-		double now = now_s();
+		double now = krepro_now();
 		unsigned int running = 0;
 
 		count_kmsg(kfd, s->instance, &kc);
-		taint = read_taint();
+		taint = krepro_taint();
 		if (taint != taint0 && !failed) {
 			krepro_report("kernel taint went from %lu to %lu %.1f s into the storm, after "
 				    "%u timeouts and %u error recoveries: a kernel report (see the "
@@ -417,7 +374,7 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 		}
 		if (!storming && (running == 0 || failed))
 			break;
-		sleep_ms(50);
+		krepro_sleep(0.05);
 	}
 	if (failed) {
 		/* Readers may be stuck in the kernel: leave their process. */
@@ -448,9 +405,9 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 	if (kc.timeouts == 0 || kc.recoveries == 0)
 		krepro_broken("no request timed out or no error recovery ran: the storm tested "
 			      "nothing (%u timeouts, %u recoveries)", kc.timeouts, kc.recoveries);
-	if (read_taint() != taint0) {
+	if (krepro_taint() != taint0) {
 		krepro_report("kernel taint went from %lu to %lu during the drain", taint0,
-			    read_taint());
+			    krepro_taint());
 		return false;
 	}
 	krepro_pass("bound reached clean: %u error recoveries with %u timeouts in flight, "
@@ -480,17 +437,26 @@ void krepro_nvme_timeout_case(const struct krepro_nvmf *t, int instance)
 		 * (BLK_EH_RESET_TIMER) expires again inside the window. */
 		.window_ms = 1500,
 	};
-	double t0;
+	struct krepro_child delete;
 
 	if (!krepro_nvme_timeout_storm(&storm))
 		return;	/* failed: the cleanup tries the delete, bounded */
 	/* Deleting the controller tears it down once more, with the window. */
-	t0 = now_s();
-	if (krepro_nvmf_delete(instance, 60) < 0)
+	delete = krepro_nvmf_delete(instance, 60);
+	switch (delete.end) {
+	case KREPRO_CHILD_EXITED:
+		if (delete.exit_code != KREPRO_PASS)
+			krepro_broken("deleting nvme%d failed (above)", instance);
+		krepro_info("nvme%d deleted in %.1f s", instance, delete.seconds);
+		break;
+	case KREPRO_CHILD_KILLED:
+		krepro_fail("the process deleting nvme%d was killed by signal %d (%s)", instance,
+			    delete.signo, strsignal(delete.signo));
+		break;
+	default:
 		krepro_fail("deleting nvme%d did not finish within 60 s (teardown blocked)",
 			    instance);
-	else
-		krepro_info("nvme%d deleted in %.1f s", instance, now_s() - t0);
+	}
 }
 
 void krepro_nvmf_teardown(const struct krepro_nvmf *t, int instance)
@@ -498,11 +464,15 @@ void krepro_nvmf_teardown(const struct krepro_nvmf *t, int instance)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d", instance);
-	if (instance >= 0 && exists(path) && krepro_nvmf_delete(instance, 30) < 0) {
-		/* Removing the target now could block this process as well. */
-		krepro_info("cleanup: deleting nvme%d did not finish in 30 s; target left",
-			    instance);
-		return;
+	if (instance >= 0 && exists(path)) {
+		struct krepro_child delete = krepro_nvmf_delete(instance, 30);
+
+		if (delete.end != KREPRO_CHILD_EXITED || delete.exit_code != KREPRO_PASS) {
+			/* Removing the target now could block this process as well. */
+			krepro_info("cleanup: nvme%d not deleted within 30 s; target left",
+				    instance);
+			return;
+		}
 	}
 	krepro_nvmet_cleanup(t);
 }

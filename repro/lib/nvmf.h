@@ -9,6 +9,8 @@
 #ifndef KREPRO_NVMF_H
 #define KREPRO_NVMF_H
 
+#include "krepro.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -36,9 +38,10 @@ void krepro_nvmet_cleanup(const struct krepro_nvmf *t);
 /* Connect the host; returns the controller instance (N of nvmeN) and waits up
  * to `wait_s` seconds for /dev/nvmeNn1. BROKEN on error. */
 int krepro_nvmf_connect(const struct krepro_nvmf *t, double wait_s);
-/* Delete controller `instance` from a child process; returns 0 when it
- * finished within `wait_s` seconds, -1 (and leaves the child) when not. */
-int krepro_nvmf_delete(int instance, double wait_s);
+/* Delete controller `instance` from a child process (krepro_run_child()),
+ * waiting up to `wait_s` seconds: deleted when the child exited KREPRO_PASS.
+ * A failed write is BROKEN in the child, with the error. */
+struct krepro_child krepro_nvmf_delete(int instance, double wait_s);
 
 struct krepro_nvme_storm {
 	int instance;			/* controller nvmeN; the disk is nvmeNn1 */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Helpers several reproducers need: commands, sysfs/configfs files, loop
- * devices, file systems, O_DIRECT buffers. Setup helpers end the case as
- * BROKEN on error (with the caller's intent in the message).
+ * devices, file systems, memory the cases share, O_DIRECT buffers. Setup
+ * helpers end the case as BROKEN on error (with the caller's intent in the
+ * message).
  */
 #define _GNU_SOURCE
 #include "krepro.h"
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -285,6 +287,16 @@ void krepro_mount(const char *dev, const char *fstype, const char *dir)
 		krepro_broken("mkdir %s: %s", dir, strerror(errno));
 	if (mount(dev, dir, fstype, 0, NULL) < 0)
 		krepro_broken("mount -t %s %s %s: %s", fstype, dev, dir, strerror(errno));
+}
+
+void *krepro_shared(size_t size)
+{
+	/* Anonymous: zeroed, and gone with the last process that maps it. */
+	void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (mem == MAP_FAILED)
+		krepro_broken("mmap %zu shared bytes: %s", size, strerror(errno));
+	return mem;
 }
 
 void krepro_pin_cpu(int cpu)

@@ -284,14 +284,6 @@ static _Noreturn void echo_server(int ready_fd)
 	}
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * One echo from a UDP socket bound to wg0 to ns2's wg0 address: 0 when it
  * came back within timeout_ms, else -errno (-ETIMEDOUT when nothing came).
@@ -303,7 +295,7 @@ static int echo(int fam, int timeout_ms)
 	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons(ECHO_PORT) };
 	char msg[64], buf[64];
 	struct krepro_addr dst;
-	int64_t deadline = now_ms() + timeout_ms;
+	double deadline = krepro_now() + timeout_ms / 1000.0;
 	int fd, ret = -ETIMEDOUT;
 
 	krepro_parse_addr(wg_cidr[1][fam], &dst);
@@ -318,11 +310,12 @@ static int echo(int fam, int timeout_ms)
 		ret = -errno;
 		goto out;
 	}
-	for (int64_t left; (left = deadline - now_ms()) > 0;) {
+	for (double left; (left = deadline - krepro_now()) > 0;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
-		if (poll(&pfd, 1, (int)left) <= 0)
+		/* Rounded up: a wait of 0 ms would spin out the last one. */
+		if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
 			continue;
 		n = recv(fd, buf, sizeof(buf) - 1, 0);
 		if (n < 0) {	/* an ICMP error for this socket */
@@ -633,6 +626,20 @@ static void snapshot(struct counters *c)
 	krepro_link_stats(side[0].rtnl, "veth1", &c->veth);
 }
 
+struct echo_try {
+	int fam;
+	int ret;	/* the last echo's: 0 or -errno */
+};
+
+/* One echo of a second, as krepro_poll_until() calls it. */
+static bool echo_came_back(void *arg)
+{
+	struct echo_try *attempt = arg;
+
+	attempt->ret = echo(attempt->fam, 1000);
+	return attempt->ret == 0;
+}
+
 /* Point both peers at each other's veth address of the outer family, and
  * wait for an echo of each inner family with no rule in place. */
 static void baseline(int outer)
@@ -640,14 +647,13 @@ static void baseline(int outer)
 	wg_set_peer(0, outer, false);
 	wg_set_peer(1, outer, false);
 	for (int fam = 0; fam < 2; fam++) {
-		double t0 = krepro_elapsed();
-		int ret = -ETIMEDOUT;
+		struct echo_try attempt = { .fam = fam, .ret = -ETIMEDOUT };
 
-		while (krepro_elapsed() - t0 < BASELINE_S && (ret = echo(fam, 1000)))
-			;
-		if (ret)
+		/* Echoes one after another, a pause after one that fails at once. */
+		if (!krepro_poll_until(echo_came_back, &attempt, BASELINE_S, 0.1, NULL))
 			krepro_broken("no %s echo over wg0 without any rule (outer %s) in %d s: %s",
-				      fam_name[fam], fam_name[outer], BASELINE_S, strerror(-ret));
+				      fam_name[fam], fam_name[outer], BASELINE_S,
+				      strerror(-attempt.ret));
 	}
 }
 

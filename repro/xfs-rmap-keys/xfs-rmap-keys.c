@@ -26,7 +26,6 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define DISK		"/dev/vda"
@@ -234,14 +233,6 @@ static void make_natural_image(void)
 		krepro_broken("the natural image is not clean");
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /*
  * One try at a log with an unfinished rmap intent for block B: a child
  * punches B (its transaction chain logs an RUI, then an RUD when the rmapbt
@@ -276,16 +267,16 @@ static double punch_and_go_down(uint64_t block, double delay)
 			_exit(2);
 		_exit(0);
 	}
-	t0 = now();
+	t0 = krepro_now();
 	SAFE(write(go[1], &c, 1));
 	if (delay >= 0) {
-		while (now() - t0 < delay)
+		while (krepro_now() - t0 < delay)
 			;
 		SAFE(ioctl(dirfd, XFS_IOC_GOINGDOWN, &flags));
 	}
 	if (read(done[0], &c, 1) != 1)
 		krepro_broken("the punching child did not report");
-	took = now() - t0;
+	took = krepro_now() - t0;
 	SAFE(waitpid(pid, &status, 0));
 	if (delay < 0 && c)
 		krepro_broken("punching file block %llu failed on the correct kernel",
