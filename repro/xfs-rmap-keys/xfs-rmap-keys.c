@@ -34,7 +34,7 @@
 #define REGION		(512LL << 20)		/* one filesystem */
 #define PRISTINE	"/tmp/krepro-rmap-pristine.img"
 #define ATTEMPT		"/tmp/krepro-rmap-attempt.img"
-#define ATTEMPTS	32
+#define ATTEMPTS	64
 
 /* From xfs_fs.h (xfslibs-dev is not needed for one ioctl). */
 #define XFS_IOC_GOINGDOWN		_IOR('X', 125, uint32_t)
@@ -325,7 +325,9 @@ static int unfinished_rmap_intent(const char *img)
  * The dirty log: on copies of the natural image, punch the stale key's block
  * and shut down part-way, until the log holds the punch's RUI without its RUD.
  * The window is the time between the two commits; the delays sweep the
- * punch's measured duration, bounded by ATTEMPTS.
+ * punch's measured duration four times at different scales, bounded by
+ * ATTEMPTS. Under TCG the guest's clock is jiffies (4 ms), so a delay is
+ * coarse and a sweep can miss the window: one 32-attempt sweep did, once.
  */
 static int make_dirty_image(const struct stale_key *sk)
 {
@@ -340,7 +342,8 @@ static int make_dirty_image(const struct stale_key *sk)
 	krepro_info("punching file block %llu takes %.1f ms here", (unsigned long long)sk->block,
 		    took * 1e3);
 	for (int i = 0; i < ATTEMPTS; i++) {
-		double delay = took * (i % 16) / 16 * (i < 16 ? 1.0 : 1.5);
+		static const double scale[] = { 1.0, 1.5, 0.75, 1.25 };
+		double delay = took * (i % 16) / 16 * scale[i / 16];
 		int found;
 
 		unlink(ATTEMPT);
