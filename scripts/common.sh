@@ -39,7 +39,7 @@ need_pkgs() {
 	[ -n "${KREPRO_APT_RECOMMENDS:-}" ] && rec=
 	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y $rec \
 		"${missing[@]}" >"$KREPRO_CACHE/apt.log" 2>&1; then
-		apt-get update >>"$KREPRO_CACHE/apt.log" 2>&1
+		apt_update
 		DEBIAN_FRONTEND=noninteractive apt-get install -y $rec \
 			"${missing[@]}" >>"$KREPRO_CACHE/apt.log" 2>&1 ||
 			die "apt-get install ${missing[*]} failed; see $KREPRO_CACHE/apt.log"
@@ -53,7 +53,23 @@ need_foreign_arch() {
 	[ "$(id -u)" -eq 0 ] || die "Debian architecture $1 missing (run: sudo dpkg --add-architecture $1)"
 	log "adding Debian architecture $1"
 	dpkg --add-architecture "$1"
-	apt-get update >>"$KREPRO_CACHE/apt.log" 2>&1 || die "apt-get update failed; see $KREPRO_CACHE/apt.log"
+	apt_update
+}
+
+# apt-get update, tried three times. A mirror in mid-sync serves an index
+# whose size disagrees with its Release file ("Mirror sync in progress?")
+# for a minute or two. If every try fails, go on with the lists apt has:
+# the install that follows names any package they cannot give.
+apt_update() {
+	local try
+	for try in 1 2 3; do
+		apt-get -o Acquire::Retries=3 update >>"$KREPRO_CACHE/apt.log" 2>&1 && return 0
+		if [ "$try" -lt 3 ]; then
+			log "apt-get update failed (try $try of 3), again in $((try * 30)) s; see $KREPRO_CACHE/apt.log"
+			sleep $((try * 30))
+		fi
+	done
+	log "warning: apt-get update failed 3 times; installing from the package lists apt has (see $KREPRO_CACHE/apt.log)"
 }
 
 # A column of KREPRO_ARCH's row of scripts/arches.tsv ("-" prints nothing).

@@ -501,7 +501,7 @@ cmd_fetch_debian() {
 	if [ -z "$deb" ]; then
 		log "downloading $real:$debarch ($pkg) from Debian's archive"
 		(cd "$dir" && apt-get download "$real:$debarch" >/dev/null 2>&1) ||
-			{ apt-get update >/dev/null 2>&1 && (cd "$dir" && apt-get download "$real:$debarch" >/dev/null 2>&1); } ||
+			{ apt_update && (cd "$dir" && apt-get download "$real:$debarch" >/dev/null 2>&1); } ||
 			die "apt-get download $real:$debarch failed"
 		deb=$(ls "$dir/${real}"_*_"$debarch".deb | tail -1)
 	fi
