@@ -1,7 +1,7 @@
 # Cross-compiling the reproducers for the ARM guest (armhf, static).
 #   cmake -S . -B build/arm -DCMAKE_TOOLCHAIN_FILE=cmake/arm-linux-gnueabihf.cmake
-# Needs gcc-arm-linux-gnueabihf, libc6-dev-armhf-cross and the armhf -dev
-# packages of the libraries linked (Debian multiarch: zlib1g-dev:armhf).
+# Needs gcc-arm-linux-gnueabihf and libc6-dev-armhf-cross: the ARM
+# reproducers link no library but libc.
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR arm)
 set(CMAKE_C_COMPILER arm-linux-gnueabihf-gcc)

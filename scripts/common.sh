@@ -26,7 +26,7 @@ die() { printf 'krepro: error: %s\n' "$*" >&2; exit "${KREPRO_DIE_CODE:-1}"; }
 need_pkgs() {
 	local missing=() p
 	for p in "$@"; do
-		# One status line per installed arch (zlib1g-dev: amd64 and armhf).
+		# One status line per installed arch (a library of two arches).
 		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -qx 'install ok installed' ||
 			missing+=("$p")
 	done
@@ -46,8 +46,9 @@ need_pkgs() {
 	fi
 }
 
-# Enable a Debian foreign architecture (armhf: the ARM guest's libraries and
-# busybox). The next need_pkgs install fails on the stale lists, then updates.
+# Enable a Debian foreign architecture (armhf: the ARM guest's busybox and
+# Debian's armmp kernel, downloaded, never installed). The next need_pkgs
+# install fails on the stale lists, then updates.
 need_foreign_arch() {
 	dpkg --print-foreign-architectures | grep -qxF "$1" && return 0
 	[ "$(id -u)" -eq 0 ] || die "Debian architecture $1 missing (run: sudo dpkg --add-architecture $1)"
@@ -91,7 +92,7 @@ need_arch_pkgs() {
 	else
 		need_foreign_arch "$deb"
 		need_pkgs "$(arch_field qemu_pkg)" "gcc-$(arch_field cross | sed 's/-$//')" \
-			"libc6-dev-$deb-cross" "zlib1g-dev:$deb"
+			"libc6-dev-$deb-cross"
 	fi
 }
 
