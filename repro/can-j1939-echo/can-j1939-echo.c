@@ -19,14 +19,18 @@
 #include <linux/can.h>
 #include <linux/can/j1939.h>
 #include <linux/can/raw.h>
+#include <linux/errqueue.h>
 #include <linux/if_link.h>
+#include <linux/net_tstamp.h>
 #include <linux/sock_diag.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #define IFNAME		"vcan0"
@@ -36,6 +40,7 @@
 #define FRAME_ID	0x1823ff40
 #define FRAME_PGN	0x02300
 #define FRAME_SA	0x40
+#define FRAME_LEN	6	/* 0x01 0x23, then the round number */
 #define LISTENERS	200	/* CAN_RAW sockets on vcan0 nobody reads */
 #define MAX_SENDS	100000
 #define MAX_SECONDS	15.0	/* the bug showed 3.1-9.0 s in, 20 runs */
@@ -45,6 +50,14 @@
 
 static int ifindex;
 static atomic_uint received, unexpected;
+/*
+ * Race coverage. Round r's socket was closed at closed_at[r] (published by
+ * `closed`, the rounds closed so far); the kernel stamps each echo when CPU 1
+ * starts its receive, just before j1939_can_recv(). An echo stamped after its
+ * socket's close was taken by j1939 from a closed socket: the bug's window.
+ */
+static struct timespec closed_at[MAX_SENDS];
+static atomic_uint closed, late_echoes, unstamped;
 static atomic_int rx_errno;
 static atomic_bool stop;
 
@@ -69,6 +82,10 @@ static void setup(void)
 	 * an echo waits there long after its socket closed. Set, not assumed.
 	 */
 	krepro_write_file("/proc/sys/net/core/netdev_max_backlog", "%d", BACKLOG);
+	/* Stamp a received frame when CPU 1 dequeues it, not when vcan queues
+	 * it on CPU 0 (before its socket closed): the stamp then tells whether
+	 * j1939 met the echo after the close. */
+	krepro_write_file("/proc/sys/net/core/netdev_tstamp_prequeue", "0");
 }
 
 static void cleanup(void)
@@ -101,12 +118,43 @@ static int j1939_receiver(void)
 				    .addr = J1939_NO_ADDR },
 	};
 	struct timeval tv = { .tv_usec = 100000 };
+	/* Software receive stamps; unlike SO_TIMESTAMPNS, a frame the kernel
+	 * did not stamp gets none rather than one taken at recvmsg(). */
+	int stamps = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
 	int one = 1, fd = can_socket(SOCK_DGRAM, CAN_J1939);
 
 	SAFE(setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one)));
+	SAFE(setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &stamps, sizeof(stamps)));
 	SAFE(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
 	SAFE(bind(fd, (struct sockaddr *)&addr, sizeof(addr)));
 	return fd;
+}
+
+/* The kernel's software receive stamp of a frame, if it has one. */
+static bool rx_stamp(struct msghdr *mh, struct timespec *ts)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPING) {
+			struct scm_timestamping st;
+
+			memcpy(&st, CMSG_DATA(c), sizeof(st));
+			*ts = st.ts[0];
+			return ts->tv_sec || ts->tv_nsec;
+		}
+	return false;
+}
+
+static bool later(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec != b->tv_sec ? a->tv_sec > b->tv_sec : a->tv_nsec > b->tv_nsec;
+}
+
+/* An echo of round `round` stamped at `ts`: was its socket closed by then? */
+static void count_window(uint32_t round, const struct timespec *ts)
+{
+	if (round < atomic_load_explicit(&closed, memory_order_acquire) &&
+	    later(ts, &closed_at[round]))
+		atomic_fetch_add(&late_echoes, 1);
 }
 
 static void *receive(void *arg)
@@ -116,9 +164,17 @@ static void *receive(void *arg)
 	krepro_pin_cpu(RX_CPU);
 	while (!atomic_load(&stop)) {
 		struct sockaddr_can from;
-		socklen_t len = sizeof(from);
 		unsigned char data[8];
-		ssize_t n = recvfrom(fd, data, sizeof(data), 0, (struct sockaddr *)&from, &len);
+		char control[CMSG_SPACE(sizeof(struct scm_timestamping))];
+		struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
+		struct msghdr mh = {
+			.msg_name = &from, .msg_namelen = sizeof(from),
+			.msg_iov = &iov, .msg_iovlen = 1,
+			.msg_control = control, .msg_controllen = sizeof(control),
+		};
+		struct timespec ts;
+		uint32_t round;
+		ssize_t n = recvmsg(fd, &mh, 0);
 
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
@@ -126,31 +182,44 @@ static void *receive(void *arg)
 			atomic_store(&rx_errno, errno);
 			break;
 		}
-		if (n == 2 && data[0] == 0x01 && data[1] == 0x23 &&
-		    from.can_addr.j1939.pgn == FRAME_PGN && from.can_addr.j1939.addr == FRAME_SA)
-			atomic_fetch_add(&received, 1);
-		else
+		if (n != FRAME_LEN || data[0] != 0x01 || data[1] != 0x23 ||
+		    from.can_addr.j1939.pgn != FRAME_PGN || from.can_addr.j1939.addr != FRAME_SA) {
 			atomic_fetch_add(&unexpected, 1);
+			continue;
+		}
+		atomic_fetch_add(&received, 1);
+		memcpy(&round, data + 2, sizeof(round));
+		if (rx_stamp(&mh, &ts))
+			count_window(round, &ts);
+		else
+			atomic_fetch_add(&unstamped, 1);
 	}
 	return NULL;
 }
 
-/* One round: a new CAN_RAW socket sends the frame and is closed at once. */
-static void send_and_close(unsigned int round)
+/*
+ * One round: a new CAN_RAW socket sends the frame and is closed at once.
+ * The frame carries its round number, so its echo can be matched with the
+ * time its socket closed.
+ */
+static void send_and_close(uint32_t round)
 {
 	struct sockaddr_can addr = { .can_family = AF_CAN, .can_ifindex = ifindex };
 	struct can_frame frame = {
-		.can_id = FRAME_ID | CAN_EFF_FLAG, .len = 2, .data = { 0x01, 0x23 },
+		.can_id = FRAME_ID | CAN_EFF_FLAG, .len = FRAME_LEN, .data = { 0x01, 0x23 },
 	};
 	int fd = can_socket(SOCK_RAW, CAN_RAW);
 	ssize_t n;
 
+	memcpy(frame.data + 2, &round, sizeof(round));
 	SAFE(bind(fd, (struct sockaddr *)&addr, sizeof(addr)));
 	n = write(fd, &frame, sizeof(frame));
 	if (n != (ssize_t)sizeof(frame))
 		krepro_broken("round %u: write to CAN_RAW returned %zd: %s", round, n,
 			      n < 0 ? strerror(errno) : "short write");
 	close(fd);
+	clock_gettime(CLOCK_REALTIME, &closed_at[round]);
+	atomic_store_explicit(&closed, round + 1, memory_order_release);
 }
 
 /*
@@ -287,6 +356,9 @@ static void run_race(void)
 		    "(CPU 1's backlog full, or the j1939 socket's buffer)", sent,
 		    krepro_elapsed() - start, MAX_SENDS, MAX_SECONDS, atomic_load(&received),
 		    atomic_load(&unexpected), dropped);
+	krepro_info("race window: %u echoes reached j1939 after their socket had closed "
+		    "(%u echoes carried no receive stamp)", atomic_load(&late_echoes),
+		    atomic_load(&unstamped));
 	if (atomic_load(&rx_errno))
 		krepro_broken("j1939 recvfrom: %s", strerror(atomic_load(&rx_errno)));
 	if (reported)
@@ -297,10 +369,14 @@ static void run_race(void)
 			    sent, atomic_load(&received), dropped, atomic_load(&unexpected));
 	else if (sent < MAX_SENDS && krepro_elapsed() - start < MAX_SECONDS)
 		krepro_broken("the race stopped after %u sends", sent);
+	else if (!atomic_load(&late_echoes))
+		krepro_broken("the race window was never reached: no echo reached j1939 after "
+			      "its socket had closed, in %u rounds", sent);
 	else
 		krepro_pass("not reproduced in %u send-and-close rounds (%.1f s): no kernel "
-			    "report; %u echoes received, %llu dropped", sent,
-			    krepro_elapsed() - start, atomic_load(&received), dropped);
+			    "report; %u echoes received, %llu dropped; %u echoes reached j1939 "
+			    "after their socket had closed", sent, krepro_elapsed() - start,
+			    atomic_load(&received), dropped, atomic_load(&late_echoes));
 	close(rx);
 	close(kmsg);
 	mnl_socket_close(rtnl);
