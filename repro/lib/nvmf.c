@@ -8,6 +8,7 @@
 #include "krepro.h"
 #include "nvmf.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -145,6 +146,7 @@ struct reader {
 	pthread_t tid;
 	unsigned int idx;
 	int fd;
+	_Atomic pid_t kernel_tid;	/* gettid(), for its kernel stack */
 	_Atomic double started;		/* start of the outstanding read, 0 when idle */
 	_Atomic unsigned long done, errors;
 	_Atomic int last_errno;
@@ -165,6 +167,7 @@ static void *reader_main(void *arg)
 	void *buf = krepro_dio_buf(READ_SIZE, 0);
 	unsigned int seed = 0x9e3779b9u * (r->idx + 1);
 
+	atomic_store(&r->kernel_tid, gettid());
 	while (!atomic_load(&shared->stop)) {
 		off_t off = (off_t)((rand_r(&seed) % (READ_SPAN / READ_SIZE)) * READ_SIZE);
 		ssize_t n;
@@ -288,6 +291,68 @@ static void count_kmsg(int fd, int instance, struct kmsg_counts *c)
 	}
 }
 
+/* Quote a file's first `max` lines as "stall state: WHAT: line"; its line count. */
+static unsigned int quote_file(const char *path, const char *what, unsigned int max)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	unsigned int n = 0;
+
+	if (!f) {
+		krepro_info("stall state: %s: %s", path, strerror(errno));
+		return 0;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (n++ < max)
+			krepro_info("stall state: %s: %s", what, line);
+	}
+	fclose(f);
+	if (n > max)
+		krepro_info("stall state: %s: %u lines in all", what, n);
+	return n;
+}
+
+/*
+ * A read is stalled: quote first-hand what the block layer holds for the
+ * disk (blk-mq's debugfs): the requests each hardware queue has in flight
+ * ("busy") or waiting to dispatch, the queue's requeue list, and where the
+ * stalled reader sleeps in the kernel. A read waiting for a request that is
+ * in none of these lists was lost.
+ */
+static void quote_stall_state(const char *disk, int instance, pid_t pid, pid_t tid)
+{
+	char dir[128], path[512], what[300];
+	unsigned int busy = 0, waiting = 0;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d/state", instance);
+	quote_file(path, "controller state", 1);
+	snprintf(dir, sizeof(dir), "/sys/kernel/debug/block/%s", disk);
+	d = opendir(dir);
+	if (!d) {
+		krepro_info("stall state: %s: %s (CONFIG_BLK_DEBUG_FS?)", dir, strerror(errno));
+		return;
+	}
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, "hctx", 4)) {
+			snprintf(path, sizeof(path), "%s/%s/busy", dir, de->d_name);
+			snprintf(what, sizeof(what), "%s in flight", de->d_name);
+			busy += quote_file(path, what, 4);
+			snprintf(path, sizeof(path), "%s/%s/dispatch", dir, de->d_name);
+			snprintf(what, sizeof(what), "%s dispatch list", de->d_name);
+			waiting += quote_file(path, what, 4);
+		}
+	closedir(d);
+	snprintf(path, sizeof(path), "%s/requeue_list", dir);
+	waiting += quote_file(path, "requeue list", 4);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stack", (int)pid, (int)tid);
+	quote_file(path, "the stalled reader's kernel stack", 12);
+	krepro_info("stall state: %s: %u requests in flight, %u waiting to be dispatched or "
+		    "requeued", disk, busy, waiting);
+}
+
 static void storm_set_injection(unsigned int percent)
 {
 	char val[16];
@@ -384,6 +449,8 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 			if (st > 0 && now - st > worst)
 				worst = now - st;
 			if (st > 0 && now - st > s->stall_s && !failed) {
+				quote_stall_state(disk, s->instance, reader_pid,
+						  atomic_load(&readers[i].kernel_tid));
 				krepro_fail("reader %u: a 4 KiB read outstanding for %.0f s never "
 					    "completed (%u timeouts, %u of them during a teardown, "
 					    "%u error recoveries, %u reconnects, %u failed "
