@@ -402,12 +402,13 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 	krepro_write_file(FAIL_DIR "/verbose", "0");
 	snprintf(path, sizeof(path), "/sys/block/%s/io-timeout-fail", disk);
 	krepro_write_file(path, "1");
-	if (s->window_ms) {
-		krepro_write_file(s->window_param, "%u", s->window_ms);
+	krepro_write_file(s->window_param, "%u", s->window_ms);
+	if (s->window_ms)
 		krepro_info("WINDOW WIDENED: %s = %u ms (krepro window patch, both flavours): "
 			    "teardown sleeps before cancelling requests", s->window_param,
 			    s->window_ms);
-	}
+	else
+		krepro_info("no window: %s = 0", s->window_param);
 
 	kfd = SAFE(open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
 	lseek(kfd, 0, SEEK_END);
@@ -529,7 +530,7 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 
 void krepro_nvme_timeout_case(const struct krepro_nvmf *t, int instance)
 {
-	const struct krepro_nvme_storm storm = {
+	struct krepro_nvme_storm storm = {
 		.instance = instance,
 		.threads = 16,
 		.io_timeout_ms = 500,
@@ -549,7 +550,14 @@ void krepro_nvme_timeout_case(const struct krepro_nvmf *t, int instance)
 		.window_ms = 1500,
 	};
 	struct krepro_child delete;
+	char window[16];
 
+	/* Measuring the design: the storm with another window (0: none). */
+	if (krepro_cmdline_value("krepro.nvme_window_ms", window, sizeof(window))) {
+		storm.window_ms = (unsigned int)strtoul(window, NULL, 10);
+		krepro_info("window set to %u ms by krepro.nvme_window_ms on the kernel command "
+			    "line (the matrix's is 1500 ms)", storm.window_ms);
+	}
 	if (!krepro_nvme_timeout_storm(&storm))
 		return;	/* failed: the cleanup tries the delete, bounded */
 	/* Deleting the controller tears it down once more, with the window. */
