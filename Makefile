@@ -59,7 +59,9 @@ guest: build
 
 $(ARM_CMAKE_STAMP): CMakeLists.txt cmake/arm-linux-gnueabihf.cmake
 	@KREPRO_ARCH=arm bash -c '. scripts/common.sh && need_arch_pkgs'
-	@cmake -S . -B $(ARM_BUILD) -DCMAKE_BUILD_TYPE= \
+	@zlib=$$(KREPRO_ARCH=arm bash -c '. scripts/common.sh && foreign_deb zlib1g-dev') && \
+	cmake -S . -B $(ARM_BUILD) -DCMAKE_BUILD_TYPE= \
+		-DZLIB_STATIC=$$zlib/usr/lib/arm-linux-gnueabihf/libz.a \
 		-DCMAKE_TOOLCHAIN_FILE=cmake/arm-linux-gnueabihf.cmake >/dev/null
 
 build-arm: $(ARM_CMAKE_STAMP)

@@ -1,7 +1,7 @@
 # Cross-compiling the reproducers for the ARM guest (armhf, static).
 #   cmake -S . -B build/arm -DCMAKE_TOOLCHAIN_FILE=cmake/arm-linux-gnueabihf.cmake
-# Needs gcc-arm-linux-gnueabihf and libc6-dev-armhf-cross: the ARM
-# reproducers link no library but libc.
+# Needs gcc-arm-linux-gnueabihf, libc6-dev-armhf-cross and an armhf libz.a
+# (-DZLIB_STATIC=: the Makefile passes zlib1g-dev:armhf's, downloaded).
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR arm)
 set(CMAKE_C_COMPILER arm-linux-gnueabihf-gcc)

@@ -75,19 +75,7 @@ case $native in
 	;;
 0)
 	need_pkgs "${pkgs[@]}"
-	need_foreign_arch "$debarch"
-	# The candidate version of busybox-static:<debarch>, fetched once per version.
-	bbver=$(apt-cache policy "busybox-static:$debarch" | sed -n 's/^ *Candidate: //p')
-	[ -n "$bbver" ] && [ "$bbver" != "(none)" ] || die "no busybox-static:$debarch in the apt lists"
-	bbdir=$KREPRO_CACHE/$debarch/busybox-static_$bbver
-	if [ ! -x "$bbdir/bin/busybox" ]; then
-		log "fetching busybox-static:$debarch $bbver"
-		rm -rf "$bbdir.tmp" && mkdir -p "$bbdir.tmp"
-		(cd "$bbdir.tmp" && apt-get download "busybox-static:$debarch=$bbver" >/dev/null 2>&1 &&
-			dpkg-deb -x ./*.deb root) || die "apt-get download busybox-static:$debarch failed"
-		rm -rf "$bbdir" && mv "$bbdir.tmp/root" "$bbdir" && rm -rf "$bbdir.tmp"
-	fi
-	busybox=$bbdir/bin/busybox
+	busybox=$(foreign_deb busybox-static)/bin/busybox
 	;;
 esac
 

@@ -73,6 +73,28 @@ apt_update() {
 	log "warning: apt-get update failed 3 times; installing from the package lists apt has (see $KREPRO_CACHE/apt.log)"
 }
 
+# Debian package PKG of KREPRO_ARCH's Debian architecture, downloaded (never
+# installed) and unpacked once per version under $KREPRO_CACHE/<debarch>/;
+# prints the directory it is unpacked in. Installing a foreign library would
+# tie it to the host's version of the same library (multiarch lockstep).
+foreign_deb() {
+	local pkg=$1 debarch ver dir
+	debarch=$(arch_field debarch)
+	need_foreign_arch "$debarch"
+	ver=$(apt-cache policy "$pkg:$debarch" | sed -n 's/^ *Candidate: //p')
+	[ -n "$ver" ] && [ "$ver" != "(none)" ] || die "no $pkg:$debarch in the apt lists"
+	# No colon (an epoch) in the path: it lands in make dependencies.
+	dir=$KREPRO_CACHE/$debarch/${pkg}_${ver//:/_}
+	if [ ! -d "$dir" ]; then
+		log "fetching $pkg:$debarch $ver"
+		rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+		(cd "$dir.tmp" && apt-get download "$pkg:$debarch=$ver" >/dev/null 2>&1 &&
+			dpkg-deb -x ./*.deb root) || die "apt-get download $pkg:$debarch failed"
+		mv "$dir.tmp/root" "$dir" && rm -rf "$dir.tmp"
+	fi
+	echo "$dir"
+}
+
 # A column of KREPRO_ARCH's row of scripts/arches.tsv ("-" prints nothing).
 arch_field() {
 	awk -F'\t' -v arch="$KREPRO_ARCH" -v col="$1" '
