@@ -87,6 +87,9 @@ static const struct krepro_signature signatures[] = {
 	{ "KASAN", "^KASAN: use-after-free in nvme_rdma_complete_rq$", NULL },
 	{ "WARNING", "^WARNING in blk_mq_start_request$", NULL },
 	{ "KASAN", "^KASAN: null-ptr-deref in blk_mq_dispatch_rq_list$", NULL },
+	/* CONFIG_DEBUG_LIST (nvme-timeout.config): the request requeued or
+	 * freed twice, caught at the list operation. */
+	{ "LIST", "^list_(add|del) (corruption|double add)", "nvme_rdma_.*" },
 	{ NULL },
 };
 

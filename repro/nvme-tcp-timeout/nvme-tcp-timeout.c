@@ -74,6 +74,9 @@ static const struct krepro_case cases[] = {
  */
 static const struct krepro_signature signatures[] = {
 	{ "BUG", "^kernel BUG at block/blk-mq\\.c:[0-9]+$", "nvme_tcp_timeout" },
+	/* CONFIG_DEBUG_LIST (nvme-timeout.config): the request requeued or
+	 * freed twice, caught at the list operation. */
+	{ "LIST", "^list_(add|del) (corruption|double add)", "nvme_tcp_.*" },
 	{ NULL },
 };
 
