@@ -418,13 +418,12 @@ class Runner(unittest.TestCase):
 
     def test_jobs_fill_the_slots_and_no_more(self):
         self.set_plan("pass 1.5")
-        t0 = time.monotonic()
         self.assertEqual(self.run_krepro("-j", "2", "--repeat", "3", "fake-clean", "fake-clean2"), 0, self.out)
         spans = self.spans()
         self.assertEqual(len(spans), 6)
+        # Two at once, never three: the spans, not the wall clock, show it
+        # (a loaded machine stretches the wall clock, not the overlap).
         self.assertEqual(self.most_at_once(spans), 2)
-        # Sequentially this is 6 x 1.5 s of guests.
-        self.assertLess(time.monotonic() - t0, 6 * 1.5)
         rec = self.record()
         self.assertEqual(rec["jobs"], 2)
         self.assertEqual([(r["repro"], r["cell"]) for r in rec["rows"]],
