@@ -394,8 +394,9 @@ static unsigned int quote_blocked_tasks(pid_t reader)
  * A read is stalled: quote first-hand what holds it up. From blk-mq's debugfs
  * (CONFIG_BLK_DEBUG_FS), the requests each hardware queue has in flight
  * ("busy"), on its dispatch list and on its per-CPU software queues, the
- * queue's requeue list and flags (quiesced, frozen...); the controller state; where the stalled reader sleeps in the kernel; and every
- * other task stuck in uninterruptible sleep. Returns what the state shows:
+ * queue's requeue list and flags (quiesced, frozen...); the controller state;
+ * where the stalled reader sleeps in the kernel; and every other task stuck in
+ * uninterruptible sleep. Returns what the state shows:
  * the request lost (blk-mq holds none while the reader waits), teardown or
  * reconnect hung in nvme code, or neither (STALL_UNEXPLAINED).
  */
