@@ -125,14 +125,6 @@ static void act(const char *name)
 		run_child(what + 6);
 	else if (!strncmp(what, "poll-", 5))
 		run_poll(what + 5);
-	else if (!strncmp(what, "cmdline-", 8)) {
-		char value[32];
-
-		if (krepro_cmdline_value(what + 8, value, sizeof(value)))
-			krepro_pass("%s is '%s'", what + 8, value);
-		else
-			krepro_pass("%s is absent", what + 8);
-	}
 	/* "none": return without a verdict */
 }
 

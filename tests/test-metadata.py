@@ -36,9 +36,8 @@ SHARED_PATCHES = {"xfs-rmap-fuzz": "xfs-rmap-keys"}
 # promptless or EXPERT-only "default y", so it is y when its dependencies are
 # and no fragment says "is not set" (merge_config.sh -n starts from
 # allnoconfig, which keeps defaults of symbols a user cannot set).
-#   net/Kconfig:       config RPS   bool, depends on SMP && SYSFS, default y
 #   fs/sysfs/Kconfig:  config SYSFS bool "..." if EXPERT, default y
-KCONFIG_DEFAULT_Y = {"CONFIG_SYSFS": [], "CONFIG_RPS": ["CONFIG_SMP", "CONFIG_SYSFS"]}
+KCONFIG_DEFAULT_Y = {"CONFIG_SYSFS": []}
 
 failures = []
 

@@ -135,17 +135,6 @@ class Harness(unittest.TestCase):
         self.assertGreaterEqual(waited, 0.2)
         self.assertLess(waited, 0.9)
 
-    def test_cmdline_value(self):
-        with open(path("cmdline"), "w") as f:
-            f.write("console=ttyS0 krepro.guest=1 krepro.nvme_window_msx=7 "
-                    "krepro.nvme_window_ms=0 krepro.run=fake-repro\n")
-        rc, out, _ = self.run_fake(FAKE_first="cmdline-krepro.nvme_window_ms",
-                                   FAKE_second="cmdline-krepro.nvme_window")
-        self.assertEqual(rc, 0, out)
-        # The key's own word, not one that only starts with it.
-        self.assertIn("# first: PASS: krepro.nvme_window_ms is '0'", out)
-        self.assertIn("# second: PASS: krepro.nvme_window is absent", out)
-
     def test_poll_times_out(self):
         # Never true: a call every 0.1 s and a last one at the 1 s deadline.
         met, calls, waited = self.poll("never")

@@ -159,14 +159,11 @@ void *krepro_safe_ptr_at(void *ret, const char *expr, const char *file, int line
 	return ret;
 }
 
-/*
- * The kernel command line word that is `word` (value NULL) or that starts
- * with `word` followed by '=': copied into value[size] without the key.
- */
-static bool cmdline_word(const char *word, char *value, size_t size)
+/* Is `token` one of the kernel command line's words? */
+static bool cmdline_has(const char *token)
 {
 	char cmdline[4096];
-	size_t n, len = strlen(word);
+	size_t n;
 	FILE *f = fopen(KREPRO_CMDLINE_PATH, "r");
 
 	if (!f)
@@ -174,26 +171,10 @@ static bool cmdline_word(const char *word, char *value, size_t size)
 	n = fread(cmdline, 1, sizeof(cmdline) - 1, f);
 	fclose(f);
 	cmdline[n] = '\0';
-	for (char *tok = strtok(cmdline, " \n"); tok; tok = strtok(NULL, " \n")) {
-		if (!value && !strcmp(tok, word))
+	for (char *tok = strtok(cmdline, " \n"); tok; tok = strtok(NULL, " \n"))
+		if (!strcmp(tok, token))
 			return true;
-		if (value && !strncmp(tok, word, len) && tok[len] == '=') {
-			snprintf(value, size, "%s", tok + len + 1);
-			return true;
-		}
-	}
 	return false;
-}
-
-/* Is `token` one of the kernel command line's words? */
-static bool cmdline_has(const char *token)
-{
-	return cmdline_word(token, NULL, 0);
-}
-
-bool krepro_cmdline_value(const char *key, char *value, size_t size)
-{
-	return cmdline_word(key, value, size);
 }
 
 static void kmsg_write(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -125,13 +125,6 @@ _Noreturn void krepro_skip(const char *fmt, ...) __attribute__((format(printf, 1
 #define krepro_broken(...) krepro_broken_at(__FILE__, __LINE__, __VA_ARGS__)
 
 /*
- * A `key=value` word of the guest's kernel command line (run-in-qemu.sh
- * --append), into value[size]: a knob for measuring a reproducer's design
- * by hand. False when absent.
- */
-bool krepro_cmdline_value(const char *key, char *value, size_t size);
-
-/*
  * Checked setup calls: a -1 (or NULL) result is BROKEN with the expression,
  * file:line and errno. The call under test is made directly and judged by the
  * reproducer, never through these.

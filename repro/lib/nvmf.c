@@ -40,9 +40,6 @@ static bool path_appeared(void *path)
 
 void krepro_nvmf_preflight(const struct krepro_nvmf *t)
 {
-	if (!exists(t->window_param))
-		krepro_skip("%s: %s: the kernel lacks the krepro window patch of this reproducer "
-			    "(kernel-patches/<reproducer>/window-*)", t->window_param, strerror(errno));
 	if (!exists(t->device))
 		krepro_broken("%s: %s (null_blk built in?)", t->device, strerror(errno));
 }
@@ -220,7 +217,7 @@ static pid_t start_readers(const char *dev)
 }
 
 struct kmsg_counts {
-	unsigned int timeouts, recoveries, reconnects, failed_reconnects, window;
+	unsigned int timeouts, recoveries, reconnects, failed_reconnects;
 	/*
 	 * Race coverage: timeouts whose handler ran while an error recovery
 	 * tore the controller down (between "starting error recovery" and
@@ -263,8 +260,6 @@ static void count_kmsg(int fd, int instance, struct kmsg_counts *c)
 		msg = strchr(rec, ';');
 		if (!msg)
 			continue;
-		if (strstr(msg, "krepro window:"))
-			c->window++;
 		if (!strstr(msg, dev))
 			continue;
 		msg = strstr(msg, dev) + strlen(dev);
@@ -517,13 +512,6 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 	krepro_write_file(FAIL_DIR "/verbose", "0");
 	snprintf(path, sizeof(path), "/sys/block/%s/io-timeout-fail", disk);
 	krepro_write_file(path, "1");
-	krepro_write_file(s->window_param, "%u", s->window_ms);
-	if (s->window_ms)
-		krepro_info("WINDOW WIDENED: %s = %u ms (krepro window patch, both flavours): "
-			    "teardown sleeps before cancelling requests", s->window_param,
-			    s->window_ms);
-	else
-		krepro_info("no window: %s = 0", s->window_param);
 
 	kfd = SAFE(open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
 	lseek(kfd, 0, SEEK_END);
@@ -634,10 +622,9 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 	if (krepro_read_line(path, state, sizeof(state)) < 0)
 		snprintf(state, sizeof(state), "?");
 	krepro_info("%lu reads completed, %lu failed with an error; longest read %.1f s; "
-		    "%u timeouts, %u error recoveries, %u reconnects (%u failed), window "
-		    "messages %u, injection paused %u times (controller not live); controller "
-		    "%s", done, errors, worst, kc.timeouts, kc.recoveries, kc.reconnects,
-		    kc.failed_reconnects, kc.window, gated, state);
+		    "%u timeouts, %u error recoveries, %u reconnects (%u failed), injection "
+		    "paused %u times (controller not live); controller %s", done, errors, worst,
+		    kc.timeouts, kc.recoveries, kc.reconnects, kc.failed_reconnects, gated, state);
 	krepro_info("race window: %u I/O queue and %u admin queue timeouts fired while an "
 		    "error recovery tore the controller down", kc.io_in_teardown,
 		    kc.admin_in_teardown);
@@ -655,12 +642,11 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 	}
 	krepro_pass("bound reached clean: %u error recoveries with %u timeouts in flight, %u "
 		    "of them during a teardown; every read completed or failed with an "
-		    "error%s", kc.recoveries, kc.timeouts, kc.io_in_teardown,
-		    s->window_ms ? " (window widened)" : "");
+		    "error", kc.recoveries, kc.timeouts, kc.io_in_teardown);
 	return true;
 }
 
-void krepro_nvme_timeout_case(const struct krepro_nvmf *t, int instance)
+void krepro_nvme_timeout_case(int instance)
 {
 	struct krepro_nvme_storm storm = {
 		.instance = instance,
@@ -671,28 +657,17 @@ void krepro_nvme_timeout_case(const struct krepro_nvmf *t, int instance)
 		.max_recoveries = 8,
 		/*
 		 * On a correct kernel a read waits at most nvme_max_retries + 1
-		 * (6) recovery cycles (io_timeout + window + reconnect_delay +
+		 * (6) recovery cycles (io_timeout + reconnect_delay +
 		 * connect, 4-5 s under TCG), then fails with an error: about
 		 * 30 s. Twice that is a stall.
 		 */
 		.stall_s = 60,
-		.window_param = t->window_param,
-		/* Three I/O timeouts: a request re-armed by the first timeout
-		 * (BLK_EH_RESET_TIMER) expires again inside the window. */
-		.window_ms = 1500,
 	};
 	struct krepro_child delete;
-	char window[16];
 
-	/* Measuring the design: the storm with another window (0: none). */
-	if (krepro_cmdline_value("krepro.nvme_window_ms", window, sizeof(window))) {
-		storm.window_ms = (unsigned int)strtoul(window, NULL, 10);
-		krepro_info("window set to %u ms by krepro.nvme_window_ms on the kernel command "
-			    "line (the matrix's is 1500 ms)", storm.window_ms);
-	}
 	if (!krepro_nvme_timeout_storm(&storm))
 		return;	/* failed: the cleanup tries the delete, bounded */
-	/* Deleting the controller tears it down once more, with the window. */
+	/* Deleting the controller tears it down once more. */
 	delete = krepro_nvmf_delete(instance, 60);
 	switch (delete.end) {
 	case KREPRO_CHILD_EXITED:

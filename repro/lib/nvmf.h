@@ -21,12 +21,9 @@ struct krepro_nvmf {
 	const char *nqn;	/* subsystem NQN */
 	const char *device;	/* namespace backing device, e.g. /dev/nullb0 */
 	const char *host_opts;	/* extra /dev/nvme-fabrics options, comma-separated */
-	/* krepro window knob of the host transport (module parameter file) */
-	const char *window_param;
 };
 
-/* Setup checks both reproducers share: SKIP when the kernel lacks the window
- * parameter (not a krepro kernel), BROKEN when t->device is missing. */
+/* Setup check both reproducers share: BROKEN when t->device is missing. */
 void krepro_nvmf_preflight(const struct krepro_nvmf *t);
 
 /* nvmet subsystem (any host), namespace 1 on t->device, port 1 on
@@ -51,8 +48,6 @@ struct krepro_nvme_storm {
 	double storm_s;			/* bound: seconds of storm */
 	unsigned int max_recoveries;	/* bound: error recoveries seen in kmsg */
 	double stall_s;			/* a read outstanding this long never completes */
-	const char *window_param;	/* krepro window knob (module parameter file) */
-	unsigned int window_ms;		/* its value for the storm; 0: no window */
 };
 
 /*
@@ -70,10 +65,10 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s);
 
 /*
  * The nvme-*-timeout case: the storm with the suite's figures (README of
- * nvme-tcp-timeout) and t's window knob switched on, then the controller
- * deleted, which must finish within a minute.
+ * nvme-tcp-timeout), then the controller deleted, which must finish within a
+ * minute.
  */
-void krepro_nvme_timeout_case(const struct krepro_nvmf *t, int instance);
+void krepro_nvme_timeout_case(int instance);
 
 /* Cleanup for those reproducers: delete the controller if it is still there
  * (bounded), then the target. Never BROKEN. */

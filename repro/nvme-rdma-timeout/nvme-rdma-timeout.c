@@ -9,8 +9,8 @@
  *
  * Target and host in one guest over soft-RoCE: a veth pair, rdma_rxe on
  * veth0 (iproute2's rdma tool), nvmet-rdma on 10.0.0.1:4420 over null_blk.
- * The storm and the judging are nvme-tcp-timeout's (repro/lib/nvmf.c); this
- * run WIDENS THE WINDOW with the krepro window patch (both flavours).
+ * The storm and the judging are nvme-tcp-timeout's (repro/lib/nvmf.c); no
+ * window patch: nothing is widened.
  */
 #define _GNU_SOURCE
 #include "krepro.h"
@@ -27,7 +27,6 @@ static const struct krepro_nvmf target = {
 	.nqn = "krepro-nvme-rdma-timeout",
 	.device = "/dev/nullb0",
 	.host_opts = "reconnect_delay=1,ctrl_loss_tmo=-1",
-	.window_param = "/sys/module/nvme_rdma/parameters/krepro_teardown_delay_ms",
 };
 
 static int instance = -1;
@@ -63,7 +62,7 @@ static void cleanup(void)
 
 static void run_storm(void)
 {
-	krepro_nvme_timeout_case(&target, instance);
+	krepro_nvme_timeout_case(instance);
 }
 
 static const char *const kconfigs[] = { "CONFIG_NVME_RDMA", "CONFIG_NVME_TARGET_RDMA",
