@@ -7,8 +7,8 @@
 #define _GNU_SOURCE
 #include "krepro.h"
 #include "nvmf.h"
+#include "nvme-stall.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -286,183 +286,6 @@ static void count_kmsg(int fd, int instance, struct kmsg_counts *c)
 	}
 }
 
-/* Quote a file's first `max` lines as "stall state: WHAT: line"; its line count. */
-static unsigned int quote_file(const char *path, const char *what, unsigned int max)
-{
-	FILE *f = fopen(path, "r");
-	char line[512];
-	unsigned int n = 0;
-
-	if (!f) {
-		krepro_info("stall state: %s: %s", path, strerror(errno));
-		return 0;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (n++ < max)
-			krepro_info("stall state: %s: %s", what, line);
-	}
-	fclose(f);
-	if (n > max)
-		krepro_info("stall state: %s: %u lines in all", what, n);
-	return n;
-}
-
-/* Whether a file has a line containing `needle`. */
-static bool file_has(const char *path, const char *needle)
-{
-	FILE *f = fopen(path, "r");
-	char line[512];
-	bool found = false;
-
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = strstr(line, needle) != NULL;
-	if (f)
-		fclose(f);
-	return found;
-}
-
-/* Quote the blk-mq requests one debugfs list file holds; their count. */
-static unsigned int quote_rq_list(const char *dir, const char *file, const char *what)
-{
-	char path[800];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	return exists(path) ? quote_file(path, what, 4) : 0;
-}
-
-/*
- * Tasks in uninterruptible sleep other than the stalled reader, each with its
- * kernel stack: a teardown or reconnect that never finishes shows here. The
- * number of them whose stack is in nvme code.
- */
-static unsigned int quote_blocked_tasks(pid_t reader)
-{
-	char path[300], line[256], comm[64];
-	unsigned int shown = 0, in_nvme = 0;
-	struct dirent *p;
-	DIR *procs = opendir("/proc");
-
-	if (!procs)
-		return 0;
-	while ((p = readdir(procs))) {
-		pid_t pid = (pid_t)atoi(p->d_name);
-		char state = 0;
-		FILE *f;
-
-		if (pid <= 0 || pid == reader)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fscanf(f, "%*d (%63[^)]) %c", comm, &state) != 2)
-			state = 0;
-		fclose(f);
-		if (state != 'D')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/stack", (int)pid);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		bool nvme = false;
-		unsigned int n = 0;
-
-		while (fgets(line, sizeof(line), f)) {
-			line[strcspn(line, "\n")] = '\0';
-			nvme |= strstr(line, "nvme") != NULL;
-			if (shown < 8 && n++ < 10)
-				krepro_info("stall state: blocked task %d (%s): %s", (int)pid, comm,
-					    line);
-		}
-		fclose(f);
-		shown++;
-		in_nvme += nvme;
-	}
-	closedir(procs);
-	krepro_info("stall state: %u other tasks in uninterruptible sleep, %u of them in nvme "
-		    "code", shown, in_nvme);
-	return in_nvme;
-}
-
-/*
- * A read is stalled: quote first-hand what holds it up. From blk-mq's debugfs
- * (CONFIG_BLK_DEBUG_FS), the requests each hardware queue has in flight
- * ("busy"), on its dispatch list and on its per-CPU software queues, the
- * queue's requeue list and flags (quiesced, frozen...); the controller state;
- * where the stalled reader sleeps in the kernel; and every other task stuck in
- * uninterruptible sleep. Returns what the state shows:
- * the request lost (blk-mq holds none while the reader waits), teardown or
- * reconnect hung in nvme code, or neither (STALL_UNEXPLAINED).
- */
-enum stall_cause { STALL_UNEXPLAINED, STALL_REQUEST_LOST, STALL_NVME_HUNG };
-
-static enum stall_cause quote_stall_state(const char *disk, int instance, pid_t pid,
-					  pid_t tid, unsigned int *held)
-{
-	char dir[128], hctx[400], cpu[700], path[512], what[600];
-	unsigned int busy = 0, waiting = 0, hctxs = 0, hung;
-	bool no_request_yet;
-	struct dirent *de, *ce;
-	DIR *d, *c;
-
-	*held = 0;
-	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d/state", instance);
-	quote_file(path, "controller state", 1);
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stack", (int)pid, (int)tid);
-	quote_file(path, "the stalled reader's kernel stack", 12);
-	/* A reader waiting to enter a frozen queue has no request to lose. */
-	no_request_yet = file_has(path, "bio_queue_enter");
-	hung = quote_blocked_tasks(pid);
-	snprintf(dir, sizeof(dir), "/sys/kernel/debug/block/%s", disk);
-	d = opendir(dir);
-	while (d && (de = readdir(d))) {
-		if (strncmp(de->d_name, "hctx", 4))
-			continue;
-		hctxs++;
-		snprintf(hctx, sizeof(hctx), "%s/%s", dir, de->d_name);
-		snprintf(what, sizeof(what), "%s in flight", de->d_name);
-		busy += quote_rq_list(hctx, "busy", what);
-		snprintf(what, sizeof(what), "%s dispatch list", de->d_name);
-		waiting += quote_rq_list(hctx, "dispatch", what);
-		c = opendir(hctx);
-		while (c && (ce = readdir(c))) {
-			if (strncmp(ce->d_name, "cpu", 3))
-				continue;
-			snprintf(cpu, sizeof(cpu), "%s/%s", hctx, ce->d_name);
-			for (int t = 0; t < 3; t++) {
-				static const char *const list[] = { "default_rq_list",
-								    "read_rq_list",
-								    "poll_rq_list" };
-
-				snprintf(what, sizeof(what), "%s %s %s", de->d_name, ce->d_name,
-					 list[t]);
-				waiting += quote_rq_list(cpu, list[t], what);
-			}
-		}
-		if (c)
-			closedir(c);
-	}
-	if (d)
-		closedir(d);
-	if (hctxs) {
-		waiting += quote_rq_list(dir, "requeue_list", "requeue list");
-		quote_rq_list(dir, "state", "queue flags");
-	}
-	if (!hctxs) {
-		/* Zero lists read is not zero requests held: say which. */
-		krepro_info("stall state: %s: no hctx directories (CONFIG_BLK_DEBUG_FS off?): "
-			    "where its requests are cannot be seen", dir);
-		return hung ? STALL_NVME_HUNG : STALL_UNEXPLAINED;
-	}
-	*held = busy + waiting;
-	krepro_info("stall state: %s: %u requests in flight, %u waiting to be dispatched or "
-		    "requeued", disk, busy, waiting);
-	if (*held == 0 && !no_request_yet)
-		return STALL_REQUEST_LOST;
-	return hung ? STALL_NVME_HUNG : STALL_UNEXPLAINED;
-}
-
 static void storm_set_injection(unsigned int percent)
 {
 	char val[16];
@@ -554,13 +377,13 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 				worst = now - st;
 			if (st > 0 && now - st > s->stall_s && !failed) {
 				unsigned int held;
-				enum stall_cause why = quote_stall_state(
+				enum krepro_stall_cause why = krepro_nvme_stall_state(
 					disk, s->instance, reader_pid,
 					atomic_load(&readers[i].kernel_tid), &held);
 
 				/* A stall alone is inference: it is the bug's FAIL
 				 * only with the state that shows how it was lost. */
-				if (why == STALL_UNEXPLAINED)
+				if (why == KREPRO_STALL_UNEXPLAINED)
 					krepro_broken("reader %u: a 4 KiB read outstanding for "
 						      "%.0f s, but the state shows neither a lost "
 						      "request nor a hung teardown (%u requests "
@@ -571,7 +394,7 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 					    "completed: %s (%u timeouts, %u of them during a "
 					    "teardown, %u error recoveries, %u reconnects, %u "
 					    "failed reconnects so far)", i, now - st,
-					    why == STALL_REQUEST_LOST ?
+					    why == KREPRO_STALL_REQUEST_LOST ?
 						    "blk-mq holds no request for the disk while "
 						    "the reader waits: the request was lost" :
 						    "a task is stuck in nvme code (teardown or "
