@@ -337,8 +337,15 @@ class Runner(unittest.TestCase):
         self.assertEqual([r["outcome"] for r in rec["runs"]], ["PASS", "PASS"])
         self.assertTrue(rec["interrupted"])
         self.assertIsNone(rec["finished"])
+        # The guest the stop cut off is named, with where its log is.
+        self.assertEqual([(c["repro"], c["run"]) for c in rec["cut_off"]], [("fake-clean", 3)])
+        self.assertTrue(rec["cut_off"][0]["log"].endswith(".3/console.log"), rec["cut_off"])
         self.assertEqual(self.run_krepro("--report", self.results, results=False), 125)
         self.assertIn("PARTIAL", self.out)
+        with open(os.path.join(self.results, "summary.md")) as f:
+            summary = f.read()
+        self.assertIn("cut off: fake-clean on", summary)
+        self.assertIn("(cut off: run 3 was running when the run stopped)", summary)
         # No guest left behind, and the locks are free: a new run boots at once.
         self.set_plan("pass")
         self.results += "2"

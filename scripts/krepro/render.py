@@ -124,8 +124,10 @@ def render(results, any_report=None, quiet=False):
            f"sequential: target miss ≤ {stats.pct_up(mode['miss'])}, at most {mode['cap']} runs a row")
     md = ["# krepro results", ""]
     if not rec.get("finished"):
+        cut = "".join(f"; cut off: {c['repro']} on {c['kernel']}, run {c['run']}"
+                      for c in rec.get("cut_off") or [])
         md += [f"**PARTIAL**: this run did not finish ({'interrupted' if rec.get('interrupted') else 'killed or still running'}); "
-               f"{len(runs)} guest runs were recorded.", ""]
+               f"{len(runs)} guest runs were recorded{cut}.", ""]
     via = rec.get("via") or "qemu"
     where = "" if via == "qemu" else f", each guest a LAVA job ({via})"
     if (rec.get("jobs") or 1) > 1:
@@ -149,6 +151,9 @@ def render(results, any_report=None, quiet=False):
         if key not in decided:
             md.append(f"| {key[0]} | {key[1]} | (not decided: run stopped) | - | {len(rs)} runs | "
                       f"{seconds_stats(rs)} | - | {md_cell(rs[-1]['evidence'])} | {rs[-1]['log']} |")
+    for c in rec.get("cut_off") or []:
+        md.append(f"| {c['repro']} | {c['kernel']} | (cut off: run {c['run']} was running when the run "
+                  f"stopped) | - | - | - | - | - | {c['log']} |")
     secs = [r.get("seconds") or 0 for r in runs]
     if runs:
         md += ["", f"{len(runs)} guest runs, {sum(secs):.0f} s of guests"

@@ -280,6 +280,7 @@ class Run:
         self.guests = 0
         cond = threading.Condition()
         running = []          # (PlanRow, thread)
+        live = {}             # guest number -> the guest's record if the run is cut off
         errors = []
 
         def worker(pr, n, gi):
@@ -296,6 +297,7 @@ class Run:
             finally:
                 with cond:
                     pr.inflight -= 1
+                    live.pop(gi, None)
                     cond.notify_all()
 
         self.stopping = False
@@ -320,6 +322,9 @@ class Run:
                         print(f"[row {pr.index}/{len(plan)} guest {self.guests}] {pr.repro:<20} "
                               f"{pr.kernel.label:<10} run {pr.n:<3} booting ({el // 60}m{el % 60:02d}s elapsed)",
                               file=sys.stderr, flush=True)
+                        live[self.guests] = {"repro": pr.repro, "kernel": pr.kernel.label, "run": pr.n,
+                                             "log": os.path.join(self.results, f"{pr.repro}.{pr.kernel.label}.{pr.n}",
+                                                                 "console.log")}
                         t = threading.Thread(target=worker, args=(pr, pr.n, self.guests), daemon=True)
                         running.append((pr, t))
                         t.start()
@@ -330,6 +335,8 @@ class Run:
             # Ctrl-C or a kill: stop every guest; what finished stays recorded.
             with cond:
                 self.stopping = True
+                # The guests the stop cuts off: named in the report, not lost.
+                self.record["cut_off"] = [live[g] for g in sorted(live)]
             guest.stop_all()
             for _, t in running:
                 t.join(timeout=30)
