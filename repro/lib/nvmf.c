@@ -480,9 +480,10 @@ void krepro_nvme_timeout_case(int instance)
 		.max_recoveries = 8,
 		/*
 		 * On a correct kernel a read waits at most nvme_max_retries + 1
-		 * (6) recovery cycles (io_timeout + reconnect_delay +
-		 * connect, 4-5 s under TCG), then fails with an error: about
-		 * 30 s. Twice that is a stall.
+		 * (6) recovery cycles (io_timeout + reconnect_delay + connect,
+		 * about 3 s under TCG; 4-5 s while a window patch slept in
+		 * teardown), then fails with an error: under 30 s. Twice the
+		 * 30 s is a stall.
 		 */
 		.stall_s = 60,
 	};

@@ -283,9 +283,8 @@ class Run:
         live = {}             # guest number -> the guest's record if the run is cut off
         errors = []
 
-        def worker(pr, n, gi):
+        def worker(pr, n, gi, rundir):
             try:
-                rundir = os.path.join(self.results, f"{pr.repro}.{pr.kernel.label}.{n}")
                 res = self.one(pr.kernel, pr.repro, n, rundir, disks.get(pr.repro),
                                prep_errors.get(pr.repro))
                 with cond:
@@ -322,10 +321,12 @@ class Run:
                         print(f"[row {pr.index}/{len(plan)} guest {self.guests}] {pr.repro:<20} "
                               f"{pr.kernel.label:<10} run {pr.n:<3} booting ({el // 60}m{el % 60:02d}s elapsed)",
                               file=sys.stderr, flush=True)
+                        name = f"{pr.repro}.{pr.kernel.label}.{pr.n}"
+                        # Logs relative to the results, as a finished run's are.
                         live[self.guests] = {"repro": pr.repro, "kernel": pr.kernel.label, "run": pr.n,
-                                             "log": os.path.join(self.results, f"{pr.repro}.{pr.kernel.label}.{pr.n}",
-                                                                 "console.log")}
-                        t = threading.Thread(target=worker, args=(pr, pr.n, self.guests), daemon=True)
+                                             "log": f"{name}/console.log"}
+                        t = threading.Thread(target=worker, daemon=True,
+                                             args=(pr, pr.n, self.guests, os.path.join(self.results, name)))
                         running.append((pr, t))
                         t.start()
                     if all(pr.done for pr in plan) and not busy:
