@@ -31,14 +31,25 @@ ALL_ARM = $(shell ./run-in-qemu.sh --arch arm --list)
 REPROS  ?= $(ALL_X86) $(ALL_ARM)
 X86_REPROS = $(filter $(ALL_X86),$(REPROS))
 ARM_REPROS = $(filter $(ALL_ARM),$(REPROS))
+# Every reproducer of the source tree (the sweeps too): a name in REPROS or
+# SWEEPS or DISTRO_CHECK that is none of them is a typo, refused before anything is built.
+ALL_SOURCES = $(filter-out lib,$(notdir $(patsubst %/,%,$(dir $(wildcard repro/*/CMakeLists.txt)))))
+UNKNOWN_REPROS = $(filter-out $(ALL_SOURCES),$(REPROS) $(SWEEPS) $(DISTRO_CHECK))
 CMAKE_STAMP := $(BUILD)/CMakeCache.txt
 # The ARM guest's reproducers: a cross build beside the native one.
 ARM_BUILD := $(BUILD)/arm
 ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
 
-.PHONY: all deps lava-deps lava-check lava-compare distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report clean
+.PHONY: all check-args deps lava-deps lava-check lava-compare distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report clean
 
 all: build
+
+# The variables the targets below pass to run-in-qemu.sh, checked by its dry
+# run (it reads files only) before any install, build or boot.
+check-args:
+	@$(if $(UNKNOWN_REPROS),./run-in-qemu.sh --dry-run $(UNKNOWN_REPROS) >/dev/null)
+	@./run-in-qemu.sh --dry-run $(RUN_MODE) $(firstword $(ALL_X86)) >/dev/null
+	@./run-in-qemu.sh --dry-run --repeat $(CALIBRATE_RUNS) $(firstword $(ALL_X86)) >/dev/null
 
 # Host packages every target below needs; apt-get only when one is missing.
 deps:
@@ -82,7 +93,7 @@ unit: build
 	@cd $(BUILD) && ctest --output-on-failure
 
 # Both arches' matrices run; the first one's failure status is the target's.
-repro-all: kernels guest guest-arm
+repro-all: check-args kernels guest guest-arm
 	@rc=0; \
 	if [ -n "$(X86_REPROS)" ]; then ./run-in-qemu.sh --kernel unpatched --kernel patched \
 		$(RUN_MODE) --expect $(X86_REPROS) || rc=$$?; fi; \
@@ -93,7 +104,7 @@ repro-all: kernels guest guest-arm
 # The FAIL rates the sequential rows start from: written into the repository
 # for a developer to review and commit (with the build they were measured on).
 # Exit 1 is what a bug kernel should give (rows that FAILed): not an error.
-calibrate: kernels guest guest-arm
+calibrate: check-args kernels guest guest-arm
 	@[ -z "$(X86_REPROS)" ] || ./run-in-qemu.sh --kernel unpatched --repeat $(CALIBRATE_RUNS) \
 		--record-rates $(X86_REPROS) || [ $$? -eq 1 ]
 	@[ -z "$(ARM_REPROS)" ] || ./run-in-qemu.sh --arch arm --kernel unpatched \
@@ -102,12 +113,12 @@ calibrate: kernels guest guest-arm
 # A sweep passes on both flavours unless a kernel crashes: no --expect, one
 # guest per kernel.
 SWEEPS  ?= xfs-rmap-fuzz
-sweeps: kernels guest
+sweeps: check-args kernels guest
 	@./run-in-qemu.sh --kernel unpatched --kernel patched --repeat 1 $(SWEEPS)
 
 # check-patches first: it fetches the kernel tree the patch-error unit test uses.
 # The matrix is the sequential one of repro-all, every row decided at MISS.
-test: deps lava-deps
+test: check-args deps lava-deps
 	@$(MAKE) --no-print-directory check-patches
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory repro-all
@@ -128,7 +139,7 @@ lava-check: lava-deps kernels guest guest-arm
 # BROKEN for want of a module nor SKIP.
 DISTRO_KERNEL ?= linux-image-cloud-amd64
 DISTRO_CHECK ?= xfs-nowait-dio bpf-percpu-reuse
-distro-check: guest
+distro-check: check-args guest
 	@deb=$$(scripts/kernels.sh fetch-debian $(DISTRO_KERNEL)) && \
 	  ./run-in-qemu.sh --repeat 1 --kernel "$$deb" $(DISTRO_CHECK)
 

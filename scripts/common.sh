@@ -10,7 +10,7 @@ KREPRO_ARCH_TABLE=$KREPRO_TOP/scripts/arches.tsv
 KREPRO_ARCHES=$(awk -F'\t' '!/^#/ && NF { printf "%s%s", sep, $1; sep = " " }' "$KREPRO_ARCH_TABLE")
 case " $KREPRO_ARCHES " in *" $KREPRO_ARCH "*) ;; *)
 	printf 'krepro: error: KREPRO_ARCH=%s: known arches are %s\n' "$KREPRO_ARCH" "$KREPRO_ARCHES" >&2
-	exit 2 ;;
+	exit 128 ;;
 esac
 # The kernel tree: Debian's linux-source-6.1 as a git repository, so flavours are
 # branches and switching between them rewrites only the files that differ.

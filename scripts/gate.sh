@@ -22,13 +22,15 @@
 # FAIL->PASS (fixes), unchanged, and undecided (BROKEN, SKIP, HANG or undecided
 # on one side); writes gate.md and the usual reports into the run directory.
 #
-# Exit status: 0 no regression, 1 a regression, 2 bad input (a series patch
-# that does not apply: the patch and hunk are named, nothing is built),
-# 125 no regression but a row undecided.
+# Exit status: 0 no regression, 1 a regression, 125 no regression but a row
+# undecided, 128 bad input (an unknown option or reproducer, a value out of
+# range, a missing patch, a series patch that does not apply: the patch and
+# hunk are named; nothing is built), 130 interrupted. Everything that can be
+# checked without the kernel tree is checked before it is unpacked.
 set -uo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 . "$TOP/scripts/common.sh"
-KREPRO_DIE_CODE=2
+KREPRO_DIE_CODE=128
 KERNELS=$TOP/scripts/kernels.sh
 
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; }
@@ -53,6 +55,9 @@ case " $KREPRO_ARCHES " in *" $KREPRO_ARCH "*) ;; *) die "--arch is one of: $KRE
 export KREPRO_ARCH
 [ ${#items[@]} -gt 0 ] || { usage >&2; die "no SERIES given (patch files or directories)"; }
 [ -z "$repeat" ] || [[ $repeat =~ ^[1-9][0-9]*$ ]] || die "--repeat wants a positive number, not '$repeat'"
+if [ -n "$results" ] && [ -e "$results/run.json" ]; then
+	die "--results $results holds a past run (run.json): give a new directory"
+fi
 
 patches=()
 for it in "${items[@]}"; do
@@ -68,16 +73,28 @@ for it in "${items[@]}"; do
 done
 for i in "${!patches[@]}"; do patches[i]=$(realpath "${patches[$i]}"); done
 
-if [ -z "$repros" ]; then repros=$("$TOP/run-in-qemu.sh" --list); fi
+if [ -z "$repros" ]; then repros=$("$TOP/run-in-qemu.sh" --list) || exit 128; fi
 # shellcheck disable=SC2206
 repro_list=($repros)
+[ ${#repro_list[@]} -gt 0 ] || die "--repros names no reproducer"
+# The run's own checks (names, --miss, --repeat), before the tree is unpacked
+# or anything is built: the dry run reads files only.
+"$TOP/run-in-qemu.sh" --dry-run --kernel unpatched --miss "$miss" ${repeat:+--repeat "$repeat"} \
+	"${repro_list[@]}" >/dev/null || exit 128
+case $base in
+unpatched | patched) ;;
+*)
+	[ -d "$base" ] && git -C "$base" rev-parse -q --verify HEAD >/dev/null 2>&1 ||
+		die "--base $base: not unpatched, patched or a git kernel tree"
+	;;
+esac
 
 # The base: a flavour's series on the cache tree, or a user's tree at HEAD,
 # fetched into a clone of the gate's own so their checkout stays as it is.
 base_patches=()
 case $base in
 unpatched | patched)
-	KREPRO_DIE_CODE=2 "$KERNELS" tree || exit 2
+	KREPRO_DIE_CODE=125 "$KERNELS" tree || exit 125
 	tree=$KREPRO_TREE ref=pristine name=$base
 	mapfile -t base_patches < <("$KERNELS" series "$base")
 	;;
@@ -101,7 +118,7 @@ esac
 
 # Bad input before anything is built or checked out: the series must apply.
 log "checking that ${#patches[@]} patch(es) apply on $base"
-"$KERNELS" check-series "$tree" "$ref" "${base_patches[@]}" "${patches[@]}" || exit 2
+"$KERNELS" check-series "$tree" "$ref" "${base_patches[@]}" "${patches[@]}" || exit 128
 
 if [ -z "$results" ]; then
 	results=$TOP/results/gate-$(date +%Y%m%d-%H%M%S)
@@ -127,6 +144,7 @@ unset KREPRO_KERNELS
 "$TOP/run-in-qemu.sh" --results "$results" --miss "$miss" ${repeat:+--repeat "$repeat"} \
 	--kernel "$results/kernels/base" --kernel "$results/kernels/base+series" "${repro_list[@]}"
 status=$?
-[ "$status" -ge 128 ] && die "run-in-qemu.sh refused its arguments or was stopped (exit $status, see above)"
+[ "$status" -eq 130 ] && { log "interrupted: what finished is in $results"; exit 130; }
+[ "$status" -ge 128 ] && die "run-in-qemu.sh refused its arguments (exit $status, see above)"
 echo
 PYTHONPATH="$TOP/scripts" python3 -m krepro gate "$results" base base+series

@@ -9,7 +9,7 @@
 #   kernels.sh check-patches     every patch applies; bug+fix is a no-op (DESIGN.md)
 #   kernels.sh check-series TREE BASE PATCH...
 #                                PATCHes apply in order on commit BASE of git TREE
-#                                (names the patch and hunk that does not; exit 2)
+#                                (names the patch and hunk that does not; exit 128)
 #   kernels.sh build-series NAME TREE BASE PATCH...
 #                                TREE at BASE + PATCHes, built as image NAME (not a
 #                                flavour name): the gate's kernels
@@ -383,15 +383,15 @@ cmd_stamp() {
 # --- triage builds: the gate's series and a user's own tree ---
 
 # Apply PATCHes on BASE in a scratch index of TREE (nothing on disk changes);
-# on failure name the patch, the file and the hunk, and exit 2.
+# on failure name the patch, the file and the hunk, and exit 128 (bad input).
 cmd_check_series() {
 	local tree=$1 base=$2 idx p where file line hunk
 	shift 2
 	idx=$(mktemp)
 	trap 'rm -f "$idx" "$idx.lock" "$idx.err"; trap - RETURN' RETURN
-	GIT_INDEX_FILE=$idx git -C "$tree" read-tree "$base" || KREPRO_DIE_CODE=2 die "no commit '$base' in $tree"
+	GIT_INDEX_FILE=$idx git -C "$tree" read-tree "$base" || KREPRO_DIE_CODE=128 die "no commit '$base' in $tree"
 	for p in "$@"; do
-		[ -f "$p" ] || KREPRO_DIE_CODE=2 die "no such patch: $p"
+		[ -f "$p" ] || KREPRO_DIE_CODE=128 die "no such patch: $p"
 		if ! GIT_INDEX_FILE=$idx git -C "$tree" apply --cached "$(realpath "$p")" 2>"$idx.err"; then
 			sed 's/^/  /' "$idx.err" >&2
 			# "error: patch failed: FILE:LINE" names the hunk by its old start line.
@@ -406,7 +406,7 @@ cmd_check_series() {
 			else
 				log "patch $p does not apply: $(head -1 "$idx.err")"
 			fi
-			exit 2
+			exit 128
 		fi
 	done
 }
@@ -519,5 +519,5 @@ stamp) cmd_stamp "${2:?flavour}" ;;
 series) cmd_series "${2:?flavour}" ;;
 build) shift; cmd_build "$@" ;;
 check-patches) cmd_check_patches ;;
-*) echo "usage: $0 tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | stamp FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | fetch-debian PKG" >&2; exit 2 ;;
+*) echo "usage: $0 tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | stamp FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | fetch-debian PKG" >&2; exit 128 ;;
 esac

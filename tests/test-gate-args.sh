@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gate.sh's bad input: no series, missing patches, a bad --repeat, and a series
-# that does not apply (named by patch and hunk, exit 2, nothing built). The
+# that does not apply (named by patch and hunk, exit 128, nothing built). The
 # last needs the kernel tree in the cache; without it those checks are skipped.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,25 +13,25 @@ mkdir -p "$scratch/empty"
 
 check 0 "--help" "$gate" --help
 contains "--help gives the exit codes" "1 a regression"
-check 2 "no series" "$gate" --base patched
-check 2 "missing patch file" "$gate" --base patched "$scratch/nope.patch"
+check 128 "no series" "$gate" --base patched
+check 128 "missing patch file" "$gate" --base patched "$scratch/nope.patch"
 contains "missing patch is named" "$scratch/nope.patch"
-check 2 "directory without patches" "$gate" --base patched "$scratch/empty"
+check 128 "directory without patches" "$gate" --base patched "$scratch/empty"
 contains "empty series dir is named" "holds no *.patch files"
-check 2 "--repeat 0" "$gate" --repeat 0 "$top/kernel-patches/xfs-rmap-keys"
-check 2 "--arch bogus" "$gate" --arch sparc "$top/kernel-patches/xfs-rmap-keys"
+check 128 "--repeat 0" "$gate" --repeat 0 "$top/kernel-patches/xfs-rmap-keys"
+check 128 "--arch bogus" "$gate" --arch sparc "$top/kernel-patches/xfs-rmap-keys"
 contains "bad arch is explained" "--arch is one of: x86_64 arm"
 check 0 "--help names --arch" "$gate" --help
 contains "--help documents --arch" "--arch A"
-check 2 "--base not a tree" "$gate" --base "$scratch/empty" "$top/kernel-patches/xfs-rmap-keys"
+check 128 "--base not a tree" "$gate" --base "$scratch/empty" "$top/kernel-patches/xfs-rmap-keys"
 contains "bad base is explained" "not unpatched, patched or a git kernel tree"
-check 2 "make gate without SERIES" make -s -C "$top" gate
+check 2 "make gate without SERIES (make's own status)" make -s -C "$top" gate
 
 if git -C "$KREPRO_TREE" rev-parse -q --verify pristine >/dev/null 2>&1; then
 	# The fix is in the patched flavour already: its hunk cannot apply again.
 	fix=$(ls "$top"/kernel-patches/xfs-nowait-dio/fix-*.patch)
 	before=$(ls -l --time-style=+%s "$KREPRO_CACHE"/gate/kernels 2>/dev/null | md5sum)
-	check 2 "a series that does not apply" "$gate" --base patched --results "$scratch/run" "$fix"
+	check 128 "a series that does not apply" "$gate" --base patched --results "$scratch/run" "$fix"
 	contains "names the patch" "$(basename "$fix") does not apply"
 	contains "names the file and hunk" "fs/xfs/xfs_iomap.c, hunk @@ -"
 	[ "$before" = "$(ls -l --time-style=+%s "$KREPRO_CACHE"/gate/kernels 2>/dev/null | md5sum)" ] &&

@@ -1,6 +1,7 @@
 """The run: kernels, guest image, disks, rows decided by sequential runs, and
 run.json written as every guest ends."""
 import datetime
+import difflib
 import hashlib
 import json
 import os
@@ -18,6 +19,8 @@ from .reports import bug_reported, decide, evidence_crash
 
 USAGE = 128      # git bisect run aborts on a status >= 128
 UNDECIDED = 125  # git bisect run skips the commit
+DEFAULT_MISS = 0.01
+FLAVOURS = ("unpatched", "patched")
 
 
 class UsageError(Exception):
@@ -62,7 +65,7 @@ def git_commit():
 class Kernel:
     def __init__(self, spec, arch):
         self.spec, self.arch = spec, arch
-        self.flavour = spec if spec in ("unpatched", "patched") else None
+        self.flavour = spec if spec in FLAVOURS else None
         self.tree = spec[5:] if spec.startswith("tree:") else None
         self.image = None
         self.release = self.distro_root = None
@@ -82,7 +85,10 @@ class Kernel:
                 raise UsageError(f"--tree {self.tree}: not a directory")
         elif not self.flavour:
             if not os.path.exists(self.spec):
-                raise UsageError(f"--kernel {self.spec}: no such file")
+                close = difflib.get_close_matches(self.spec, FLAVOURS, n=1, cutoff=0.6)
+                raise UsageError(f"--kernel {self.spec}: no such file, and not a flavour "
+                                 f"({' or '.join(FLAVOURS)})"
+                                 + (f"; did you mean {close[0]}?" if close else ""))
             try:
                 found = distro.resolve(self.spec)
             except distro.DistroError as e:
@@ -554,6 +560,12 @@ def now():
 
 
 def build_guest(arch):
+    sub = "" if arch == "x86_64" else arch
+    image = os.path.join(build(), sub, "guest", "initramfs.cpio")
+    if os.environ.get("KREPRO_NO_BUILD"):
+        if not os.path.isfile(image):
+            raise RuntimeError(f"KREPRO_NO_BUILD is set and there is no guest image {image}")
+        return image
     target = "guest" if arch == "x86_64" else f"guest-{arch}"
     p = subprocess.run(["make", "-C", TOP, "--no-print-directory", "-s", f"BUILD={build()}", target],
                        capture_output=True, text=True)
@@ -564,8 +576,7 @@ def build_guest(arch):
     for line in out.splitlines():
         if "guest image:" in line:
             print(line, file=sys.stderr)
-    sub = "" if arch == "x86_64" else arch
-    return os.path.join(build(), sub, "guest", "initramfs.cpio")
+    return image
 
 
 def interrupt(signum, frame):

@@ -1,0 +1,128 @@
+"""run-in-qemu.sh --dry-run: what a run would build and boot, and how long it
+would take from the recorded times. Reads files only; builds and boots
+nothing."""
+import json
+import os
+
+from . import rates, runner, stats
+from .paths import TOP, build
+
+
+def timing(image):
+    """The last build's seconds of an image (kernels.sh writes <image>.timing)."""
+    try:
+        with open(image + ".timing") as f:
+            fields = dict(w.split("=", 1) for w in f.read().split() if "=" in w)
+        return int(fields["seconds"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def kernel_line(k):
+    """What the run does for kernel k before its rows, and the build seconds
+    it may cost (None: nothing to build; "unknown": a build of unknown cost)."""
+    if k.flavour:
+        img = runner.flavour_image(k.arch, k.flavour)
+        stamp = runner.read_stamp(img)
+        if not os.path.isfile(img) or not stamp:
+            return f"not built: built first ({img})", "unknown"
+        if runner.kernels_sh(k.arch, "stale", k.flavour).stdout.strip():
+            last = timing(img)
+            return (f"stale (a patch or fragment changed): rebuilt first; its last build took "
+                    f"{last} s" if last is not None else "stale: rebuilt first"), last or "unknown"
+        return f"built {stamp[:12]}, current ({img})", None
+    if k.tree is not None:
+        return f"the tree {k.tree} is built first (objects under the cache)", "unknown"
+    what = f"distribution kernel {k.release}, its modules loaded" if k.release else "as given"
+    return f"{what} ({k.image})", None
+
+
+def guest_seconds(repro, arch):
+    """The recorded median seconds of one guest of repro, and where it is from."""
+    try:
+        with open(rates.repo_path(repro)) as f:
+            rec = json.load(f).get(arch) or {}
+    except (OSError, ValueError):
+        rec = {}
+    secs = rec.get("seconds") or []
+    if len(secs) == 3:
+        return secs[1], f"median of {rec.get('runs', '?')} unpatched guests, {rec.get('date', '?')}"
+    return None, "no recorded guest time"
+
+
+def role(o, k):
+    if o.expect and k.flavour == "unpatched":
+        return "bug"
+    if o.expect and k.flavour == "patched":
+        return "fixed"
+    return "probe"
+
+
+def row_guests(o, repro, k):
+    """Guests the row needs if every run ends as its role expects, and why."""
+    r = role(o, k)
+    build_id = None if r == "probe" else runner.unpatched_build(o.arch)
+    rec, note = rates.lookup(repro, o.arch, build_id)
+    rate = (rec["fails"], rec["runs"], note) if rec else None
+    row = stats.Row(r, target=o.miss, cap=o.max_runs, rate=rate, repeat=o.repeat,
+                    any_report=o.any_report)
+    n = row.expected_remaining()
+    if o.repeat:
+        why = f"fixed: {o.repeat} runs"
+    elif r == "bug":
+        why = f"stops at its first FAIL ({note})" if rate else f"measures its FAIL rate ({note})"
+    elif rate:
+        why = (f"{n} clean runs for miss ≤ {stats.pct_up(o.miss)} at 95% "
+               f"(rate {rate[0]}/{rate[1]}, bound ≥ {stats.pct(stats.rate_lower(rate[0], rate[1]))})")
+    else:
+        why = f"no FAIL rate to weigh clean runs: runs to the cap ({note})"
+    return r, n, why
+
+
+def dry_run(o, table):
+    print("krepro: dry run: nothing is built or booted")
+    print(f"krepro {runner.git_commit()}, arch {o.arch}, accel {o.accel}, via {o.via}, "
+          f"{o.jobs} guest(s) at a time")
+    builds = []
+    print("kernels:")
+    for k in o.kernel_objs:
+        line, cost = kernel_line(k)
+        print(f"  {k.label:<12} {line}")
+        if cost is not None:
+            builds.append((k.label, cost))
+    built = all(os.path.isfile(os.path.join(build(), "repro", r + ".json")) for r in o.repros)
+    sub = "" if o.arch == "x86_64" else o.arch
+    initrd = os.environ.get("KREPRO_INITRD") or os.path.join(build(), sub, "guest", "initramfs.cpio")
+    print("reproducers: " + ("built" if built else "not built: make build first")
+          + f"; guest image {os.path.relpath(initrd, TOP) if initrd.startswith(TOP) else initrd}"
+          + ("" if os.path.isfile(initrd) else " (not built: built first)"))
+    print("rows (guests if each run ends as its role expects; time from recorded guest medians):")
+    total_guests, total_secs, unknown = 0, 0.0, []
+    for r in o.repros:
+        secs, src = guest_seconds(r, o.arch)
+        for k in o.kernel_objs:
+            rl, n, why = row_guests(o, r, k)
+            total_guests += n
+            if secs is None:
+                unknown.append(r)
+                t = "time unknown"
+            else:
+                total_secs += n * secs
+                t = f"~{n * secs:.0f} s"
+            print(f"  {r:<20} {k.label:<12} {rl:<5} {n:>3} guest(s), {t}: {why}")
+    mins = total_secs / 60
+    est = f"about {total_secs:.0f} s ({mins:.1f} min) of guests" if total_secs else "no recorded guest times"
+    if unknown:
+        est += f", plus {len(set(unknown))} reproducer(s) with no recorded time ({' '.join(sorted(set(unknown)))})"
+    if o.jobs > 1:
+        est += f"; with {o.jobs} at a time, less wall clock"
+    print(f"estimate: {total_guests} guests, {est}")
+    if builds:
+        parts = [f"{lbl} ({c} s its last time)" if c != "unknown" else f"{lbl} (time unknown)"
+                 for lbl, c in builds]
+        print("builds first: " + ", ".join(parts))
+        if any(c == "unknown" for _, c in builds):
+            print("  (a build with no recorded time here: a cold kernel build is the largest "
+                  "cost of a run on 2 cores; docs/performance.md gives the measured figures)")
+    print("(guest times are the bug kernel's recorded medians; a clean run can take longer)")
+    return 0
