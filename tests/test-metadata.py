@@ -262,6 +262,22 @@ def main():
         if repro != "config" and repro not in metas:
             fail(repro, f"kernel-patches/{repro}/ has no reproducer of that name")
 
+    # run-in-qemu.sh checks names, arches and --list before anything is
+    # built, from the source tree: it must say what the built metadata says.
+    sys.path.insert(0, os.path.join(TOP, "scripts"))
+    from krepro import meta as metamod
+    table = metamod.sources(TOP)
+    for name, meta in sorted(metas.items()):
+        src = table.get(name)
+        if src is None:
+            fail(name, "built, but not in the source tree's table (meta.sources())")
+        elif src["arches"] != (meta.get("arches") or ["x86_64"]) or \
+                src["in_matrix"] != (not meta.get("not_in_matrix")):
+            fail(name, f"the source tree says {src}, the built --describe says arches "
+                 f"{meta.get('arches')}, not_in_matrix {bool(meta.get('not_in_matrix'))}")
+    for name in sorted(set(table) - set(metas)):
+        fail(name, "in the source tree's table but not built")
+
     kinds = report_kinds()
     check_kind_lists(kinds)
     configs = {}
