@@ -266,7 +266,7 @@ def main():
     # built, from the source tree: it must say what the built metadata says.
     sys.path.insert(0, os.path.join(TOP, "scripts"))
     from krepro import meta as metamod
-    table = metamod.sources(TOP)
+    table = metamod.sources(os.path.join(TOP, "repro"))
     for name, meta in sorted(metas.items()):
         src = table.get(name)
         if src is None:

@@ -47,6 +47,12 @@ class Runner(unittest.TestCase):
             m.update(extra)
             with open(os.path.join(self.tmp, "build", "repro", name + ".json"), "w") as f:
                 json.dump(m, f)
+            # Its source as run-in-qemu.sh reads names and arches before a build.
+            src = os.path.join(self.tmp, "repro", name)
+            os.makedirs(src)
+            with open(os.path.join(src, "CMakeLists.txt"), "w") as f:
+                f.write("krepro_reproducer()\n")
+            open(os.path.join(src, name + ".c"), "w").close()
         os.makedirs(os.path.join(self.tmp, "kernels"))
         kernel_image(os.path.join(self.tmp, "kernels", "bzImage-x86_64-unpatched"), "stampU")
         kernel_image(os.path.join(self.tmp, "kernels", "bzImage-x86_64-patched"), "stampP")
@@ -57,6 +63,7 @@ class Runner(unittest.TestCase):
         open(self.qlog, "w").close()
         self.env = dict(os.environ, KREPRO_QEMU=os.path.join(HERE, "fake-qemu"), KREPRO_NO_BUILD="1",
                         KREPRO_BUILD=os.path.join(self.tmp, "build"),
+                        KREPRO_REPRO_DIR=os.path.join(self.tmp, "repro"),
                         KREPRO_INITRD=os.path.join(self.tmp, "initrd"),
                         KREPRO_CACHE=os.path.join(self.tmp, "cache"),
                         KREPRO_KERNELS=os.path.join(self.tmp, "kernels"),
@@ -80,7 +87,8 @@ class Runner(unittest.TestCase):
                        "date": "2026-01-01", **extra}, f)
 
     def run_krepro(self, *args, results=True):
-        argv = [RUN] + (["--results", self.results] if results else []) + list(args)
+        # One results directory a test, run into again: --replace says so.
+        argv = [RUN] + (["--results", self.results, "--replace"] if results else []) + list(args)
         p = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=300)
         self.out = p.stdout + p.stderr
         return p.returncode

@@ -62,13 +62,15 @@ def _source_arches(cmake_text):
     return arches or ["x86_64"]
 
 
-def sources(top=TOP):
+def sources(repro_dir=None):
     """Every reproducer of the source tree: {name: {"arches": [...],
     "in_matrix": bool}}, read from repro/<id>/CMakeLists.txt (its
     krepro_reproducer() call) and repro/<id>/<id>.c (a .not_in_matrix
-    field). Names and arches are checked against this before any build."""
+    field). Names and arches are checked against this before any build.
+    KREPRO_REPRO_DIR names another repro/ (the runner's tests use fakes)."""
+    repro_dir = repro_dir or os.environ.get("KREPRO_REPRO_DIR") or os.path.join(TOP, "repro")
     table = {}
-    for path in sorted(glob.glob(os.path.join(top, "repro", "*", "CMakeLists.txt"))):
+    for path in sorted(glob.glob(os.path.join(repro_dir, "*", "CMakeLists.txt"))):
         d = os.path.dirname(path)
         name = os.path.basename(d)
         if name == "lib":
