@@ -164,11 +164,31 @@ class Runner(unittest.TestCase):
         self.assertEqual((run["outcome"], run["stopped_early"], run["timed_out"]), ("FAIL", True, False))
         self.assertIn("guest stopped 1 s after the report", run["evidence"])
 
-    def test_report_before_mark_is_broken(self):
+    def test_report_before_mark_is_broken_after_its_retries(self):
+        # A boot that fails before the test is the infrastructure's: retried,
+        # never counted; a row that only ever gets such boots is BROKEN.
         self.set_plan("before-mark")
         self.assertEqual(self.run_krepro("--repeat", "1", "fake-bug"), 125)
-        self.assertEqual(self.outcomes(), ["BROKEN"])
-        self.assertIn("before the test started", self.record()["runs"][0]["evidence"])
+        rec = self.record()
+        self.assertEqual(self.outcomes(), ["BROKEN"] * 3)
+        self.assertTrue(all(r["infra"] for r in rec["runs"]))
+        self.assertEqual(rec["infra_boots"], 3)
+        self.assertIn("before the test started", rec["runs"][0]["evidence"])
+        self.assertEqual(rec["rows"][0]["decision"], "BROKEN")
+        self.assertIn("(infrastructure: the row gives up)", self.out)
+
+    def test_a_failed_boot_is_retried_and_never_decides_a_row(self):
+        self.set_plan("no-init", "before-mark", "pass")
+        self.assertEqual(self.run_krepro("--kernel", "patched", "--repeat", "1", "fake-clean"), 0, self.out)
+        rec = self.record()
+        self.assertEqual([(r["outcome"], r["infra"]) for r in rec["runs"]],
+                         [("BROKEN", True), ("BROKEN", True), ("PASS", False)])
+        self.assertEqual(rec["infra_boots"], 2)
+        self.assertEqual(rec["rows"][0]["cell"], "PASS 1/1 (miss unknown: no FAIL rate)")
+        # A sequential bug row too: the failed boot is not one of its runs.
+        self.set_plan("no-init", "fail-own")
+        self.assertEqual(self.run_krepro("fake-bug"), 1, self.out)
+        self.assertEqual(self.record()["rows"][0]["runs"], 1)
 
     def test_unexpected_report_is_other(self):
         self.set_plan("other-report")

@@ -20,6 +20,10 @@ from .reports import bug_reported, decide, evidence_crash
 USAGE = 128      # git bisect run aborts on a status >= 128
 UNDECIDED = 125  # git bisect run skips the commit
 DEFAULT_MISS = 0.01
+# Boots a row may lose to the infrastructure (no init, QEMU died, a kernel
+# report before the test's start mark) before it is BROKEN; they are retried
+# and never counted as runs.
+INFRA_RETRIES = 3
 FLAVOURS = ("unpatched", "patched")
 
 
@@ -228,6 +232,7 @@ class PlanRow:
         self.alone = False
         self.n = 0             # guests started
         self.inflight = 0
+        self.infra = 0         # boots that never reached the test
         self.done = False
 
 
@@ -246,7 +251,7 @@ class Run:
                      {"kind": "sequential", "miss": opts.miss, "cap": opts.max_runs}),
             "expect": opts.expect, "any_report": opts.any_report, "jobs": opts.jobs,
             "via": opts.via,
-            "kernels": [], "runs": [], "rows": [], "prepare": [],
+            "kernels": [], "runs": [], "rows": [], "prepare": [], "infra_boots": 0,
         }
 
     # --- run.json: rewritten whole after every guest, atomically ---
@@ -385,13 +390,27 @@ class Run:
         late = pr.row.decision is not None
         if late:
             res["after_decision"] = True
+        infra = bool(res.get("infra")) and not late
+        retry = ""
+        if infra:
+            # The boot never reached the test: it says nothing about the bug.
+            pr.infra += 1
+            self.record["infra_boots"] = self.record.get("infra_boots", 0) + 1
+            if pr.infra < INFRA_RETRIES:
+                retry = f" (infrastructure: not counted; boot again, {pr.infra} of {INFRA_RETRIES})"
+            else:
+                pr.row.outcomes.append("BROKEN")
+                pr.row.decision = "BROKEN"
+                pr.row.why = (f"{pr.infra} boots never reached the test (infrastructure, "
+                              "not the bug): see their logs")
+                retry = " (infrastructure: the row gives up)"
         self.record["runs"].append(res)
-        if not late:
+        if not late and not infra:
             pr.row.add(res["outcome"])
         self.save()
         print(f"[row {pr.index}/{nrows} guest {gi}] {pr.repro:<20} {pr.kernel.label:<10} run {n:<3}"
               f" {res['outcome']:<6} {res['seconds']:6.1f}s  {res['evidence']}"
-              + (" (row already decided: recorded, not counted)" if late else "")
+              + (" (row already decided: recorded, not counted)" if late else "") + retry
               + ("" if res["outcome"] == "PASS" else f"\n       log: {rundir}/console.log")
               + (f"\n       report decoded to file:line: {rundir}/report.txt" if res.get("report") else "")
               + (f"\n       report not decoded: {res['decode_error']}" if res.get("decode_error") else ""),
@@ -468,7 +487,13 @@ class Run:
         if res["outcome"] in ("BROKEN", "HANG") and via.get("lava_error"):
             res["evidence"] += f" ; LAVA: {via['lava_error']}"
         title = next((r["title"] for r in res["reports"] if r.get("line", 0) >= (res["mark_line"] or 1 << 30)), None)
-        out = dict(base, outcome=res["outcome"], evidence=res["evidence"], seconds=secs,
+        # BROKEN with no init, no start of the reproducer and no result of its,
+        # or a kernel report before its start mark: the boot failed, not the test.
+        mark = res["mark_line"]
+        infra = res["outcome"] == "BROKEN" and not self.o.keep and (
+            res["init_line"] is None or (mark is None and res["exit"] is None)
+            or any(mark is not None and r["line"] < mark for r in res["reports"]))
+        out = dict(base, outcome=res["outcome"], evidence=res["evidence"], seconds=secs, infra=infra,
                    signature=res["signature"], report_title=title, reports=res["reports"][:20],
                    exit=res["exit"], timed_out=timed_out, stopped_early=early, qemu_status=status,
                    **via)
