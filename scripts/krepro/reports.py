@@ -57,22 +57,71 @@ def kinds():
 
 def console_lines(text):
     """Console text as (line number, line without timestamp and CR)."""
-    for n, raw in enumerate(text.splitlines(), 1):
+    return numbered(text.splitlines())
+
+
+def numbered(raw_lines):
+    for n, raw in enumerate(raw_lines, 1):
         yield n, TIMESTAMP.sub("", raw.rstrip("\r"))
+
+
+# A console line is at most 1 KiB (printk's limit); a longer one is garbage,
+# and the streaming reader keeps its first MAX_LINE characters only.
+MAX_LINE = 1 << 20
+
+
+def file_lines(f):
+    """console_lines(f.read()) for a text file opened with universal newlines
+    (open()'s default), holding one line at a time: the same lines, numbered
+    alike (splitlines() also ends a line at a form feed and the like)."""
+    def raw():
+        while True:
+            chunk = f.readline(MAX_LINE)
+            if not chunk:
+                return
+            if len(chunk) == MAX_LINE and not chunk.endswith("\n"):
+                while True:
+                    rest = f.readline(MAX_LINE)
+                    if not rest or rest.endswith("\n"):
+                        break
+            yield from chunk.splitlines()
+    return numbered(raw())
+
+
+def any_header(patterns):
+    """One regex matching where some row of the table does, or None: most
+    console lines are no report's header, and it says so at once."""
+    src = "|".join(regex.pattern for _, regex, _, _ in patterns)
+    if re.search(r"\\[1-9]|\(\?P=", src):
+        return None   # a back reference would not survive the renumbered groups
+    try:
+        return re.compile(src)
+    except re.error:
+        return None
+
+
+def classify_line(line, patterns, quick=None):
+    """The report header a console line is (kind, title, stem), or None."""
+    if quick is not None and not quick.match(line):
+        return None
+    for kind, regex, title, stem in patterns:
+        m = regex.match(line)
+        if m:
+            t, st = (OFFSETS.sub("", m.expand(x)).strip() if x else None for x in (title, stem))
+            return kind, t, st
+    return None
 
 
 def classify(text, patterns=None):
     """Report header lines in a console log: dicts with kind, title, stem (the
     culprit stem, None for the title), line, text."""
     patterns = patterns or load_patterns()
+    quick = any_header(patterns)
     found = []
     for n, line in console_lines(text):
-        for kind, regex, title, stem in patterns:
-            m = regex.match(line)
-            if m:
-                t, st = (OFFSETS.sub("", m.expand(x)).strip() if x else None for x in (title, stem))
-                found.append({"kind": kind, "title": t, "stem": st, "line": n, "text": line})
-                break
+        h = classify_line(line, patterns, quick)
+        if h:
+            found.append({"kind": h[0], "title": h[1], "stem": h[2], "line": n, "text": line})
     return found
 
 
@@ -176,23 +225,30 @@ def crashes(text, patterns=None):
     line, KASAN's closing rule, the next krepro line, or TRACE_LINES lines.
     Dicts: kind, title, culprit (culprit_title()), line, headers [(kind,
     title)], frames (its trace's functions, in order)."""
+    return list(crashes_stream(console_lines(text), patterns))
+
+
+def crashes_stream(lines, patterns=None):
+    """crashes() of (line number, line) pairs (console_lines(), file_lines()),
+    each crash yielded once it ends. A crash looks forward only, at most
+    TRACE_LINES lines from its first header: what is kept is that one crash,
+    however long the log."""
     patterns = patterns or load_patterns()
-    lines = list(console_lines(text))
-    heads = {h["line"]: h for h in classify(text, patterns)}
-    out, cur, start = [], None, 0
+    quick = any_header(patterns)
+    cur, start = None, 0
     for i, (n, line) in enumerate(lines):
         if cur is not None and (i - start >= TRACE_LINES or
                                 (REPORT_END.match(line) and i > start)):
+            yield cur
             cur = None
             if not line.startswith("krepro"):
                 continue
-        h = heads.get(n)
+        h = classify_line(line, patterns, quick)
         if h is not None:
             if cur is None:
-                cur = {"kind": h["kind"], "title": h["title"], "line": n, "headers": [], "frames": []}
-                out.append(cur)
-                start, stem, trace, history = i, h["stem"], [], None
-            cur["headers"].append([h["kind"], h["title"]])
+                cur = {"kind": h[0], "title": h[1], "line": n, "headers": [], "frames": []}
+                start, stem, trace, history = i, h[2], [], None
+            cur["headers"].append([h[0], h[1]])
         if cur is None:
             continue
         for f in line_frames(line):
@@ -205,7 +261,8 @@ def crashes(text, patterns=None):
         if history is None and not NOT_TRACE.search(line):
             trace += line_frames(line.split(" hint: ")[0])
         cur["culprit"] = culprit_title(stem, cur["title"], trace)
-    return out
+    if cur is not None:
+        yield cur
 
 
 def signature_matches(report, sig):
