@@ -1,12 +1,15 @@
 """Reports from run.json alone: summary.md, results.ktap, junit.xml, the exit
-status, and the gate's comparison."""
+status, and the gate's comparison.
+
+render() and gate() never raise on a bad run directory or run.json: they say
+what is wrong in one line on stderr and return runner.USAGE."""
 import json
 import os
 import statistics
 import sys
 from xml.sax.saxutils import escape, quoteattr
 
-from . import stats
+from . import runner, stats
 from .decode import report_lines
 from .paths import read
 from .reports import evidence_crash
@@ -63,10 +66,149 @@ def cell(rec):
     return f"{d} {c.get(d, 0)}/{n}"
 
 
-def load(results):
+class BadRun(Exception):
+    """A run directory or run.json that cannot be rendered; str() says which
+    file and why, in one line."""
+
+
+NONE = type(None)
+ANY = object
+NUM = (int, float)
+# What rendering reads from run.json: key -> (required, allowed types). A
+# list's items are checked by ITEMS; keys not named here are left alone.
+REPORT_RECORD = {
+    "rows": (True, list), "runs": (True, list), "finished": (True, (str, NONE)),
+    "arch": (True, ANY), "started": (True, ANY), "mode": (True, dict),
+    "interrupted": (False, (bool, NONE)), "expect": (False, (bool, NONE)),
+    "any_report": (False, (bool, NONE)), "jobs": (False, (int, NONE)),
+    "cut_off": (False, (list, NONE)), "prepare": (False, (list, NONE)),
+    "kernels": (False, (list, NONE)),
+}
+GATE_RECORD = {
+    "rows": (True, list), "runs": (True, list), "finished": (True, (str, NONE)),
+    "interrupted": (False, (bool, NONE)), "kernels": (False, (list, NONE)),
+}
+ROW = {"repro": (True, str), "kernel": (True, str), "decision": (True, str), "cell": (True, str),
+       "counts": (True, dict), "runs": (True, int), "role": (False, (str, NONE)),
+       "expected": (False, (str, NONE)), "as_expected": (False, (bool, NONE)), "rate": (False, (dict, NONE)),
+       "miss": (False, (*NUM, NONE)), "why": (False, (str, NONE))}
+GATE_ROW = {k: ROW[k] for k in ("repro", "kernel", "decision", "cell")}
+RUN = {"repro": (True, str), "kernel": (True, str), "outcome": (True, str), "run": (True, ANY),
+       "evidence": (True, (str, NONE)), "log": (True, str), "seconds": (False, (*NUM, NONE)),
+       "ktap": (False, (str, NONE)), "report": (False, (str, NONE)), "reports": (False, (list, NONE)),
+       "lava_results": (False, (dict, NONE))}
+GATE_RUN = {k: RUN[k] for k in ("repro", "kernel", "outcome", "evidence", "log")}
+ITEMS = {
+    "report": {"rows": ROW, "runs": RUN, "cut_off": {k: (True, ANY) for k in ("repro", "kernel", "run", "log")},
+               "prepare": {"repro": (True, ANY), "outcome": (True, ANY), "log": (True, ANY),
+                           "seconds": (True, NUM)},
+               "kernels": {"label": (False, str)}},
+    "gate": {"rows": GATE_ROW, "runs": GATE_RUN, "kernels": {"label": (False, str)}},
+}
+RATE = {"source": (True, str), "low": (True, NUM)}
+CRASH = {"title": (False, (str, NONE)), "line": (False, int), "frames": (False, list)}
+JSON_TYPES = ((bool, "a boolean"), (int, "a number"), (float, "a number"), (str, "a string"),
+              (list, "a list"), (dict, "an object"), (NONE, "null"))
+
+
+def json_type(v):
+    return next(name for t, name in JSON_TYPES if isinstance(v, t))
+
+
+def type_names(types):
+    types = types if isinstance(types, tuple) else (types,)
+    names = []
+    for t in types:
+        n = dict(JSON_TYPES)[t]
+        if n not in names:
+            names.append(n)
+    return " or ".join(names)
+
+
+def mismatch(obj, schema, where):
+    """Why obj does not fit schema (a sentence), or None."""
+    if not isinstance(obj, dict):
+        return f"{where or 'the record'} is {json_type(obj)}, not an object"
+    for key, (required, types) in schema.items():
+        if key not in obj:
+            if required:
+                return f"{where}{'.' if where else ''}{key} is missing"
+            continue
+        if types is not ANY and not isinstance(obj[key], types):
+            return (f"{where}{'.' if where else ''}{key} is {json_type(obj[key])}, "
+                    f"not {type_names(types)}")
+    return None
+
+
+def record_mismatch(rec, kind):
+    """Why rec is not a run record render() (kind "report") or gate() ("gate")
+    can read, or None."""
+    why = mismatch(rec, REPORT_RECORD if kind == "report" else GATE_RECORD, "")
+    if why:
+        return why
+    for key, schema in ITEMS[kind].items():
+        for i, item in enumerate(rec.get(key) or []):
+            why = mismatch(item, schema, f"{key}[{i}]")
+            if why:
+                return why
+            if kind != "report":
+                continue
+            if key == "rows" and item.get("rate"):
+                why = mismatch(item["rate"], RATE, f"{key}[{i}].rate")
+            if key == "runs":
+                for j, crash in enumerate(item.get("reports") or []):
+                    why = why or mismatch(crash, CRASH, f"{key}[{i}].reports[{j}]")
+                    if not why and any(not isinstance(f, str) for f in crash.get("frames") or []):
+                        why = f"{key}[{i}].reports[{j}].frames holds what is not a string"
+            if why:
+                return why
+    if kind == "report":
+        mode = rec["mode"]
+        want = {"kind": (True, str), "repeat": (True, ANY)} if mode.get("kind") == "fixed" else \
+            {"kind": (True, str), "miss": (True, NUM), "cap": (True, ANY)}
+        why = mismatch(mode, want, "mode")
+        if not why and "miss" in want and not 0 < mode["miss"] < 1:
+            why = f"mode.miss is {mode['miss']}, not a probability"
+        return why
+    return None
+
+
+def load(results, kind="report"):
+    """run.json of a run directory, checked to be a run record that render()
+    (kind "report") or gate() ("gate") can read; BadRun otherwise."""
+    if not os.path.isdir(results):
+        raise BadRun(f"{results}: {'not a directory' if os.path.exists(results) else 'no such directory'}")
     path = os.path.join(results, "run.json")
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise BadRun(f"{path}: no such file (not a krepro run directory)") from None
+    except IsADirectoryError:
+        raise BadRun(f"{path}: is a directory, not a krepro run record") from None
+    except UnicodeDecodeError:
+        raise BadRun(f"{path}: not a krepro run record (not UTF-8 text)") from None
+    except OSError as e:
+        raise BadRun(f"{path}: cannot read it ({e.strerror or e})") from None
+    if not text.strip():
+        raise BadRun(f"{path}: not a krepro run record (empty file)")
+    try:
+        rec = json.loads(text)
+    except json.JSONDecodeError as e:
+        cut = "truncated JSON" if e.pos >= len(text.rstrip()) else "not JSON"
+        raise BadRun(f"{path}: not a krepro run record ({cut}: {e.msg} at line {e.lineno} "
+                     f"column {e.colno})") from None
+    except RecursionError:
+        raise BadRun(f"{path}: not a krepro run record (nested too deeply)") from None
+    why = record_mismatch(rec, kind)
+    if why:
+        raise BadRun(f"{path}: not a krepro run record ({why})")
+    return rec
+
+
+def refuse(prog, err):
+    print(f"{prog}: {err}", file=sys.stderr)
+    return runner.USAGE
 
 
 def seconds_stats(runs):
@@ -90,9 +232,9 @@ def excerpt(results, run, lines=40):
         if decoded:
             return rep, decoded.splitlines()
         console = read(os.path.join(results, run["log"]))
-        if console:
+        if console and isinstance(rep.get("line"), int):
             return rep, report_lines(console, rep, lines)
-    ktap = read(os.path.join(results, run["ktap"])).splitlines()
+    ktap = read(os.path.join(results, run["ktap"])).splitlines() if run.get("ktap") else []
     picked = [l for l in ktap if l.startswith("# ") and "FAIL" in l][:12]
     return None, picked or [l for l in ktap if l.startswith(("# ", "not ok"))][:12]
 
@@ -102,17 +244,34 @@ def status(rec, any_report=False):
     bisect's: 1 a row reproduced its bug, 125 a row undecided, 0 all clean."""
     rows = rec["rows"]
     if rec.get("expect"):
-        return 0 if rows and all(r["as_expected"] for r in rows) and rec.get("finished") else 1
+        return 0 if rows and all(r.get("as_expected") for r in rows) and rec.get("finished") else 1
     ds = [r["decision"] for r in rows]
     if "FAIL" in ds or (any_report and "OTHER" in ds):
         return 1
     if not rows or any(d != "PASS" for d in ds) or not rec.get("finished"):
-        return 125
+        return runner.UNDECIDED
     return 0
 
 
-def render(results, any_report=None, quiet=False):
-    rec = load(results)
+def render(results, any_report=None, quiet=False, prog="krepro: report"):
+    """summary.md, results.ktap and junit.xml from DIR/run.json, and the exit
+    status (status()). A missing or bad run.json: one line on stderr, USAGE."""
+    return guarded(prog, results, lambda: render_record(results, load(results), any_report, quiet, prog))
+
+
+def guarded(prog, results, work):
+    """work()'s status; a BadRun, or a fault of the record that the record
+    check let through, as one line on stderr and USAGE."""
+    try:
+        return work()
+    except BadRun as e:
+        return refuse(prog, e)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError) as e:
+        return refuse(prog, f"{os.path.join(results, 'run.json')}: not a krepro run record "
+                            f"(unexpected content: {type(e).__name__}: {e})")
+
+
+def render_record(results, rec, any_report, quiet, prog):
     if any_report is None:
         any_report = rec.get("any_report", False)
     runs, rows = rec["runs"], rec["rows"]
@@ -123,7 +282,8 @@ def render(results, any_report=None, quiet=False):
     how = (f"fixed {mode['repeat']} runs a row" if mode["kind"] == "fixed" else
            f"sequential: target miss ≤ {stats.pct_up(mode['miss'])}, at most {mode['cap']} runs a row")
     md = ["# krepro results", ""]
-    if not rec.get("finished"):
+    partial = rec.get("interrupted") or not rec.get("finished")
+    if partial:
         cut = "".join(f"; cut off: {c['repro']} on {c['kernel']}, run {c['run']}"
                       for c in rec.get("cut_off") or [])
         md += [f"**PARTIAL**: this run did not finish ({'interrupted' if rec.get('interrupted') else 'killed or still running'}); "
@@ -140,7 +300,7 @@ def render(results, any_report=None, quiet=False):
     for r in rows:
         rs = by_row.get((r["repro"], r["kernel"]), [])
         want = r.get("expected")
-        mark = "-" if want is None else (f"{want} ok" if r["as_expected"] else f"{want} **UNEXPECTED**")
+        mark = "-" if want is None else (f"{want} ok" if r.get("as_expected") else f"{want} **UNEXPECTED**")
         first = next((x for x in rs if x["outcome"] == r["decision"]), rs[-1] if rs else None)
         counts = ", ".join(f"{k} {v}" for k, v in r["counts"].items())
         src = r["rate"]["source"] if r.get("rate") else "-"
@@ -177,13 +337,13 @@ def render(results, any_report=None, quiet=False):
                 findings.append(f"- expected fix: {r.get('fix') or 'unknown'}")
             else:
                 findings.append(f"- a kernel report that is not this bug: {bad[0]['evidence']}"
-                                + ("" if r["role"] == "bug" else " (a finding on this kernel)"))
+                                + ("" if r.get("role") == "bug" else " (a finding on this kernel)"))
             if rep and rep.get("culprit"):
-                findings.append(f"- report: {rep['title']} | culprit (syzbot-style title): {rep['culprit']}")
+                findings.append(f"- report: {rep.get('title')} | culprit (syzbot-style title): {rep['culprit']}")
             if rep and rep.get("frames"):
                 findings.append(f"- trace: {' < '.join(rep['frames'][:12])}")
             if rep:
-                findings.append(f"- decoded: {bad[0]['report']} ({bad[0].get('decoded', 0)} lines with file:line)"
+                findings.append(f"- decoded: {bad[0].get('report')} ({bad[0].get('decoded', 0)} lines with file:line)"
                                 if bad[0].get("decoded") else
                                 f"- not decoded: {bad[0].get('decode_error') or 'no decoding recorded'}")
             findings.append(f"- log: {bad[0]['log']}")
@@ -191,7 +351,7 @@ def render(results, any_report=None, quiet=False):
             if lava_res:
                 # LAVA's own reading, beside krepro's (which decides).
                 mine = {k: v for k, v in lava_res.items() if not k.startswith("lava/")}
-                findings.append(f"- LAVA ({bad[0]['via']}): job {lava_res.get('lava/job', '?')}, "
+                findings.append(f"- LAVA ({bad[0].get('via')}): job {lava_res.get('lava/job', '?')}, "
                                 + ", ".join(f"{k} {v}" for k, v in mine.items())
                                 + f"; its log: {bad[0].get('lava_log')}")
             findings.append("")
@@ -208,16 +368,17 @@ def render(results, any_report=None, quiet=False):
         print(f"written: {results}/summary.md, results.ktap, junit.xml (from run.json)")
         if rec.get("expect"):
             print("matrix: " + ("every row as expected" if code == 0 else
-                                "UNEXPECTED rows above" if rec.get("finished") else
+                                "UNEXPECTED rows above" if not partial else
                                 "PARTIAL run: not every row was decided"))
-    if not rec.get("finished"):
-        print(f"krepro: {results} holds a partial run", file=sys.stderr)
+    if partial:
+        print(f"{prog}: {results} holds a partial run "
+              f"({'interrupted' if rec.get('interrupted') else 'killed or still running'})", file=sys.stderr)
     return code
 
 
 def row_ok(rec, r):
     if rec.get("expect") and r.get("expected"):
-        return bool(r["as_expected"])
+        return bool(r.get("as_expected"))
     return r["decision"] in ("PASS", "SKIP")
 
 
@@ -252,7 +413,7 @@ def junit(rec, by_row, results):
         x.append(f'  <testcase classname={quoteattr(r["repro"])} name={quoteattr(r["kernel"])} time="{t:.1f}">')
         x.append("    <properties>")
         props = {"verdict": r["cell"], "decision": r["decision"], "runs": r["runs"],
-                 "expected": r.get("expected") or "", "target_miss": r["target_miss"]}
+                 "expected": r.get("expected") or "", "target_miss": r.get("target_miss")}
         if r.get("rate"):
             props.update(rate_low=f"{r['rate']['low']:.4f}", rate_source=r["rate"]["source"])
         if r.get("miss") is not None:
@@ -267,7 +428,7 @@ def junit(rec, by_row, results):
             x.append(f"    <{tag} message={msg}/>")
         elif r["decision"] == "SKIP":
             x.append(f"    <skipped message={msg}/>")
-        out = "\n".join(f"run {y['run']}: {y['outcome']} {y['seconds']:.1f}s {y['evidence']} (log: {y['log']})"
+        out = "\n".join(f"run {y['run']}: {y['outcome']} {y.get('seconds') or 0:.1f}s {y['evidence']} (log: {y['log']})"
                         for y in rs)
         x.append(f"    <system-out>{escape(out)}</system-out>")
         x.append("  </testcase>")
@@ -275,11 +436,34 @@ def junit(rec, by_row, results):
     return "\n".join(x) + "\n"
 
 
-def gate(results, base, series):
+def labels(rec):
+    """The kernels a run names, in its order."""
+    seen = {}
+    for k in rec.get("kernels") or []:
+        if k.get("label"):
+            seen[k["label"]] = True
+    for r in rec["rows"] + rec["runs"]:
+        seen[r["kernel"]] = True
+    return list(seen)
+
+
+def gate(results, base, series, prog="krepro: gate"):
     """Compare BASE's and BASE+SERIES's row decisions. A FAIL or a kernel
     report that is not the bug (OTHER) on the series where BASE was clean is a
-    regression. Exit 1 on a regression, 125 when a row is undecided, else 0."""
-    rec = load(results)
+    regression. Exit 1 on a regression, 125 when a row is undecided, else 0.
+    A bad run directory, or BASE or SERIES not a kernel of the run: one line
+    on stderr, nothing written, USAGE."""
+    return guarded(prog, results, lambda: gate_record(results, load(results, "gate"), base, series))
+
+
+def gate_record(results, rec, base, series):
+    have = labels(rec)
+    missing = [k for k in (base, series) if k not in have]
+    if missing:
+        raise BadRun(f"{results}: no kernel {' or '.join(repr(k) for k in missing)} in this run "
+                     f"(its kernels: {', '.join(have) if have else 'none recorded'})")
+    if base == series:
+        raise BadRun(f"BASE and SERIES are both {base!r}: give two kernels of the run")
     by = {}
     for r in rec["rows"]:
         by.setdefault(r["repro"], {})[r["kernel"]] = r
@@ -313,17 +497,21 @@ def gate(results, base, series):
                         ("unchanged", "unchanged"),
                         ("undecided", "undecided (BROKEN, SKIP, HANG, OTHER on BASE, or missing on one side)")):
         md.append(f"- {title}: {', '.join(groups[kind]) if groups[kind] else 'none'}")
-    if not rec.get("finished"):
+    partial = rec.get("interrupted") or not rec.get("finished")
+    if partial:
         md.append("- PARTIAL: the run did not finish")
     write(os.path.join(results, "gate.md"), "\n".join(md) + "\n")
     print("\n".join(md))
     print(f"written: {results}/gate.md")
     if groups["regression"]:
         return 1
-    return 125 if groups["undecided"] or not rec.get("finished") else 0
+    return runner.UNDECIDED if groups["undecided"] or partial else 0
 
 
 def write(path, text):
-    with open(path + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
+    try:
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+    except OSError as e:
+        raise BadRun(f"{path}: cannot write it ({e.strerror or e})") from None
