@@ -66,6 +66,11 @@ def cell(rec):
     return f"{d} {c.get(d, 0)}/{n}"
 
 
+# An interrupted run's status, re-rendered or not: 128 + SIGINT, as a shell
+# reports a Ctrl-C.
+INTERRUPTED = 130
+
+
 class BadRun(Exception):
     """A run directory or run.json that cannot be rendered; str() says which
     file and why, in one line."""
@@ -240,15 +245,22 @@ def excerpt(results, run, lines=40):
 
 
 def status(rec, any_report=False):
-    """Exit status. --expect: 0 every row as expected, else 1. Otherwise git
-    bisect's: 1 a row reproduced its bug, 125 a row undecided, 0 all clean."""
+    """Exit status. A run that did not finish decides nothing, whatever rows it
+    holds: 130 (INTERRUPTED) when it was interrupted, else 125 (killed, or
+    still running). A finished one: with --expect, 0 every row as expected,
+    else 1; otherwise git bisect's: 1 a row reproduced its bug, 125 a row
+    undecided, 0 all clean."""
+    if rec.get("interrupted"):
+        return INTERRUPTED
+    if not rec.get("finished"):
+        return runner.UNDECIDED
     rows = rec["rows"]
     if rec.get("expect"):
-        return 0 if rows and all(r.get("as_expected") for r in rows) and rec.get("finished") else 1
+        return 0 if rows and all(r.get("as_expected") for r in rows) else 1
     ds = [r["decision"] for r in rows]
     if "FAIL" in ds or (any_report and "OTHER" in ds):
         return 1
-    if not rows or any(d != "PASS" for d in ds) or not rec.get("finished"):
+    if not rows or any(d != "PASS" for d in ds):
         return runner.UNDECIDED
     return 0
 
