@@ -1,29 +1,181 @@
-"""krepro's command line.
-
-  python3 -m krepro run ARGS...          run-in-qemu.sh (see its --help)
-  python3 -m krepro report DIR           re-render a run's reports from its run.json
-  python3 -m krepro gate DIR BASE SERIES compare two kernels' rows of a run
-  python3 -m krepro classify CONSOLE     the kernel reports in a console log
-"""
+"""krepro's command line: python3 -m krepro SUBCOMMAND (see HELP)."""
+import argparse
+import json
+import signal
 import sys
 
-from . import cli, render, reports
+from . import render, reports
+from .runner import USAGE
+
+SUBCOMMANDS = ("run", "report", "gate", "classify")
+
+SYNOPSIS = """\
+usage: python3 -m krepro run ARGS...                 run-in-qemu.sh (see: run --help)
+       python3 -m krepro report DIR                  re-render a run's reports from its run.json
+       python3 -m krepro gate DIR BASE SERIES        compare two kernels' rows of a run
+       python3 -m krepro classify [--json] CONSOLE   the kernel reports in a console log
+       python3 -m krepro help [SUBCOMMAND]           this, or a subcommand's --help
+"""
+
+HELP = SYNOPSIS + """
+Exit status, as git bisect run reads it: 0 clean, 1 a bug reproduced or a
+kernel report found, 125 undecided, 128 usage error or unreadable input (one
+line on stderr says which), 130 interrupted.
+"""
+
+REPORT_HELP = """\
+Re-render DIR's summary.md, results.ktap and junit.xml from DIR/run.json
+alone (a run of run-in-qemu.sh); boots nothing. The summary goes to stdout.
+
+Exit status: as the run's own. 0 every row PASS (a run with --expect: every
+row as expected); 1 a row reproduced its bug (--expect: a row not as
+expected); 125 a row undecided, or a run that did not finish (killed, or still
+running); 130 a run that was interrupted, whatever it holds; 128 DIR is no run
+directory, or its run.json is not a krepro run record.
+"""
+
+GATE_HELP = """\
+Compare the rows of kernel BASE with those of kernel SERIES in DIR/run.json
+(gate.sh's last step: BASE is "base", SERIES "base+series"); writes
+DIR/gate.md and shows it.
+
+Exit status: 1 a regression (PASS on BASE, FAIL or another kernel report on
+SERIES); 125 a row undecided on either side, or a run that did not finish;
+0 otherwise; 128 DIR is no run directory, its run.json is not a run record, or
+BASE or SERIES is not a kernel of the run (the message names its kernels):
+then nothing is written.
+"""
+
+CLASSIFY_HELP = """\
+The kernel reports in a console log (CONSOLE, or - for stdin), as the runner
+counts them (a report's header lines and its trace are one report). The log is
+read line by line: any size, little memory.
+
+Output, one line per report, tab-separated:
+  line    the console line of its first header (1 is the first line)
+  kind    the report table's kind (repro/lib/kernel-reports.tsv): KASAN, WARNING, ...
+  title   its title, e.g. "KASAN: use-after-free in uio_unregister_device"
+  frames  the first 8 functions its trace names, space-separated
+With --json, one JSON object per report and line instead, with the same
+fields ("frames" a list of every function). No report: "no kernel report"
+(--json: no output).
+
+Exit status: 0 no kernel report, 1 reports found, 128 CONSOLE unreadable.
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    """A subcommand's options: "krepro: SUB: message" and USAGE on an error."""
+
+    def error(self, message):
+        print(f"krepro: {self.prog.split()[-1]}: {message} (see --help)", file=sys.stderr)
+        sys.exit(USAGE)
+
+
+def parser(name, args, text):
+    return Parser(prog=f"python3 -m krepro {name}", usage=f"python3 -m krepro {name} {args}",
+                  description=text, allow_abbrev=False, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def report(argv):
+    p = parser("report", "DIR", REPORT_HELP)
+    p.add_argument("dir", metavar="DIR", help="a run directory (run-in-qemu.sh --results DIR)")
+    o = p.parse_args(argv)
+    return render.render(o.dir, None)
+
+
+def gate(argv):
+    p = parser("gate", "DIR BASE SERIES", GATE_HELP)
+    p.add_argument("dir", metavar="DIR", help="a run directory with both kernels' rows")
+    p.add_argument("base", metavar="BASE", help="the kernel label without the series")
+    p.add_argument("series", metavar="SERIES", help="the kernel label with it")
+    o = p.parse_args(argv)
+    return render.gate(o.dir, o.base, o.series)
+
+
+def classify(argv):
+    p = parser("classify", "[--json] CONSOLE", CLASSIFY_HELP)
+    p.add_argument("console", metavar="CONSOLE", help="a console log, or - for stdin")
+    p.add_argument("--json", action="store_true", help="one JSON object per report and line")
+    o = p.parse_args(argv)
+    try:
+        if o.console == "-":
+            f = sys.stdin
+            f.reconfigure(encoding="utf-8", errors="replace")
+        else:
+            f = open(o.console, encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return fail("classify", f"{o.console}: no such file")
+    except IsADirectoryError:
+        return fail("classify", f"{o.console}: is a directory, not a console log")
+    except OSError as e:
+        return fail("classify", f"{o.console}: cannot read it ({e.strerror or e})")
+    found = 0
+    try:
+        with f:
+            for r in reports.crashes_stream(reports.file_lines(f)):
+                found += 1
+                if o.json:
+                    print(json.dumps({k: r[k] for k in ("line", "kind", "title", "frames")}))
+                else:
+                    print(f"{r['line']}\t{r['kind']}\t{r['title']}\t{' '.join(r['frames'][:8])}")
+    except OSError as e:
+        # A read error midway (EIO): the reports before it are shown.
+        return fail("classify", f"{o.console}: cannot read it ({e.strerror or e})")
+    if not found:
+        if not o.json:
+            print("no kernel report")
+        return 0
+    return 1
+
+
+def fail(sub, msg):
+    print(f"krepro: {sub}: {msg}", file=sys.stderr)
+    return USAGE
 
 
 def main(argv):
-    if argv and argv[0] == "run":
-        return cli.main(argv[1:])
-    if len(argv) == 2 and argv[0] == "report":
-        return cli.report(argv[1], None)
-    if len(argv) == 4 and argv[0] == "gate":
-        return render.gate(argv[1], argv[2], argv[3])
-    if len(argv) == 2 and argv[0] == "classify":
-        with open(argv[1], errors="replace") as f:
-            for r in reports.crashes(f.read()):
-                print(f"{r['line']}\t{r['kind']}\t{r['title']}\t{' '.join(r['frames'][:8])}")
+    if not argv:
+        print(SYNOPSIS + "krepro: a subcommand is needed (see --help)", file=sys.stderr)
+        return USAGE
+    sub, rest = argv[0], argv[1:]
+    if sub in ("-h", "--help", "help"):
+        if sub == "help" and rest:
+            if rest[0] not in SUBCOMMANDS or len(rest) > 1:
+                return fail("help", f"no subcommand {' '.join(rest)!r}: one of {', '.join(SUBCOMMANDS)}")
+            return main([rest[0], "--help"])
+        print(HELP, end="")
         return 0
-    print(__doc__, file=sys.stderr)
-    return cli.USAGE
+    if sub == "run":
+        # run-in-qemu.sh's own options, untouched. Imported here only: report,
+        # gate and classify need nothing of it.
+        from . import cli
+        return cli.main(rest)
+    handler = {"report": report, "gate": gate, "classify": classify}.get(sub)
+    if handler is None:
+        what = f"unknown option {sub!r}" if sub.startswith("-") else f"unknown subcommand {sub!r}"
+        print(f"krepro: {what}: the subcommands are {', '.join(SUBCOMMANDS)} (see --help)", file=sys.stderr)
+        return USAGE
+    # A closed stdout (| head) ends these quietly, as it ends cat; a kill
+    # (TERM) is an interrupt, as Ctrl-C is; a character the terminal's
+    # encoding lacks is escaped, not fatal.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    sys.stdout.reconfigure(errors="backslashreplace")
+    signal.signal(signal.SIGTERM, interrupted)
+    return handler(rest)
 
 
-sys.exit(main(sys.argv[1:]))
+def interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
+def entry(argv):
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        sub = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+        print(f"krepro: {sub + ': ' if sub else ''}interrupted", file=sys.stderr)
+        return render.INTERRUPTED
+
+
+sys.exit(entry(sys.argv[1:]))
