@@ -417,6 +417,17 @@ def golden(t, scratch):
         got = list(reports.crashes_stream(reports.file_lines(f)))
     t.check("crashes_stream = crashes: CR, CRLF, form feed, NEL, U+2028",
             [] if got == want and want else [f"{got} != {want}"])
+    # A line past MAX_LINE: its head is read, the lines after it keep their numbers.
+    long = os.path.join(scratch, "logs", "long.log")
+    text = ("boot\nBUG: KASAN: use-after-free in foo+0x1/0x2 " + "x " * reports.MAX_LINE + "\n"
+            "---[ end trace 0 ]---\nBUG: KASAN: double-free or invalid-free in bar+0x1/0x2\n")
+    with open(long, "w") as f:
+        f.write(text)
+    with open(long) as f:
+        got = list(reports.crashes_stream(reports.file_lines(f)))
+    want = reports.crashes(text)
+    t.check("crashes_stream = crashes: a line longer than MAX_LINE",
+            [] if got == want and [c["line"] for c in got] == [2, 4] else [f"{got} != {want}"])
 
 
 def main():
