@@ -117,10 +117,10 @@ CASES = [
     (["report", "{d}/expect-ok"], 0, "out", "matrix: every row as expected", None),
     (["report", "{d}/expect-bad"], 1, "out", "matrix: UNEXPECTED rows above", None),
     # report: runs that did not finish decide nothing
-    (["report", "{d}/stopped"], 130, "err", "krepro: report: {d}/stopped holds a partial run (interrupted)", None),
+    (["report", "{d}/stopped"], 130, "err", "krepro: {d}/stopped holds a partial run", None),
     (["report", "{d}/stopped"], 130, "out", "matrix: PARTIAL run", None),
     (["report", "{d}/stopped-fail"], 130, "out", "**PARTIAL**", None),
-    (["report", "{d}/killed-expect"], 125, "err", "partial run (killed or still running)", None),
+    (["report", "{d}/killed-expect"], 125, "out", "this run did not finish (killed or still running)", None),
     (["report", "{d}/killed-fail"], 125, "out", "**PARTIAL**", None),
     # report: what is not a run
     (["report", "{d}/nosuch"], 128, "err", "krepro: report: {d}/nosuch: no such directory", None),

@@ -268,7 +268,7 @@ def status(rec, any_report=False):
 def render(results, any_report=None, quiet=False, prog="krepro: report"):
     """summary.md, results.ktap and junit.xml from DIR/run.json, and the exit
     status (status()). A missing or bad run.json: one line on stderr, USAGE."""
-    return guarded(prog, results, lambda: render_record(results, load(results), any_report, quiet, prog))
+    return guarded(prog, results, lambda: render_record(results, load(results), any_report, quiet))
 
 
 def guarded(prog, results, work):
@@ -283,7 +283,7 @@ def guarded(prog, results, work):
                             f"(unexpected content: {type(e).__name__}: {e})")
 
 
-def render_record(results, rec, any_report, quiet, prog):
+def render_record(results, rec, any_report, quiet):
     if any_report is None:
         any_report = rec.get("any_report", False)
     runs, rows = rec["runs"], rec["rows"]
@@ -383,8 +383,8 @@ def render_record(results, rec, any_report, quiet, prog):
                                 "UNEXPECTED rows above" if not partial else
                                 "PARTIAL run: not every row was decided"))
     if partial:
-        print(f"{prog}: {results} holds a partial run "
-              f"({'interrupted' if rec.get('interrupted') else 'killed or still running'})", file=sys.stderr)
+        # Said on every rendering, the runner's own after a Ctrl-C too.
+        print(f"krepro: {results} holds a partial run", file=sys.stderr)
     return code
 
 
