@@ -80,7 +80,7 @@ cat >"$scratch/run/run.json" <<'JSON'
  "runs": [{"repro": "r", "kernel": "patched", "run": 1, "outcome": "PASS", "evidence": "exit 0",
            "seconds": 5.0, "log": "r.patched.1/console.log", "ktap": "r.patched.1/ktap.txt"}]}
 JSON
-check 125 "--report of an interrupted run renders it" "$run" --report "$scratch/run"
+check 130 "--report of an interrupted run renders it" "$run" --report "$scratch/run"
 contains "the run is called partial" "**PARTIAL**"
 contains "the undecided row is there" "| r | patched | (not decided: run stopped) |"
 

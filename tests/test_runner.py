@@ -368,7 +368,7 @@ class Runner(unittest.TestCase):
         # The guest the stop cut off is named, with where its log is.
         self.assertEqual([(c["repro"], c["run"]) for c in rec["cut_off"]], [("fake-clean", 3)])
         self.assertTrue(rec["cut_off"][0]["log"].endswith(".3/console.log"), rec["cut_off"])
-        self.assertEqual(self.run_krepro("--report", self.results, results=False), 125)
+        self.assertEqual(self.run_krepro("--report", self.results, results=False), 130)
         self.assertIn("PARTIAL", self.out)
         with open(os.path.join(self.results, "summary.md")) as f:
             summary = f.read()

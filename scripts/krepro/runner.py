@@ -669,7 +669,7 @@ def main_run(o):
             log(f"interrupted: the finished guests are in {o.results}/run.json; "
                 f"make report DIR={o.results} renders them")
             render.render(o.results, quiet=True)
-            return 130
+            return render.INTERRUPTED
     return render.render(o.results, any_report=o.any_report)
 
 
