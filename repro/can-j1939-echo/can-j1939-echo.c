@@ -44,7 +44,8 @@
 #define LISTENERS	200	/* CAN_RAW sockets on vcan0 nobody reads */
 #define MAX_SENDS	100000
 #define MAX_SECONDS	15.0	/* the bug showed 3.1-9.0 s in, 20 runs */
-#define DRAIN_SECONDS	10.0
+/* Echoes drain in under 2 s once the listeners close; a loaded host is slower. */
+#define DRAIN_SECONDS	30.0
 #define BACKLOG		1000	/* net.core.netdev_max_backlog: the default, made explicit */
 #define KMSG_EVERY	64	/* sends between looks at kmsg */
 
@@ -363,10 +364,17 @@ static void run_race(void)
 		krepro_broken("j1939 recvfrom: %s", strerror(atomic_load(&rx_errno)));
 	if (reported)
 		return;
+	/*
+	 * Echoes not accounted for are no evidence of this bug (its evidence is
+	 * the refcount report): a slow host can leave them in flight past the
+	 * drain. The run then cannot say the window was exercised cleanly.
+	 */
 	if (atomic_load(&received) + dropped != sent || atomic_load(&unexpected))
-		krepro_fail("of %u frames sent, the j1939 receiver got %u echoes and the kernel "
-			    "dropped %llu (%u unexpected frames): echoes are missing",
-			    sent, atomic_load(&received), dropped, atomic_load(&unexpected));
+		krepro_broken("of %u frames sent, the j1939 receiver got %u echoes and the "
+			      "kernel dropped %llu (%u unexpected frames) after a %.0f s drain: "
+			      "not every echo is accounted for, so the run is not judged",
+			      sent, atomic_load(&received), dropped, atomic_load(&unexpected),
+			      DRAIN_SECONDS);
 	else if (sent < MAX_SENDS && krepro_elapsed() - start < MAX_SECONDS)
 		krepro_broken("the race stopped after %u sends", sent);
 	else if (!atomic_load(&late_echoes))

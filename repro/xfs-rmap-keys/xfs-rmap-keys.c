@@ -436,8 +436,9 @@ static bool rmap_corruption_report(int kmsg, char *caller, size_t size)
 /*
  * A step failed. The bug makes the rmap code find corruption on a filesystem
  * xfs_repair -n calls clean: the step fails with EUCLEAN (-EFSCORRUPTED) and
- * XFS reports an internal error in xfs_rmap.c. Either is FAIL; any other
- * failure is not shown to be this bug: BROKEN, naming the errnos (in what).
+ * XFS reports an internal error in xfs_rmap.c. The report is the FAIL: it
+ * names the rmap code. EUCLEAN alone (any XFS check may give it) or any
+ * other failure is not shown to be this bug: BROKEN, naming the errnos.
  * let_go() lets go of the case's filesystem once the report is read.
  */
 static void step_failed(int kmsg, const int *errs, unsigned int nerrs, const char *what,
@@ -449,12 +450,13 @@ static void step_failed(int kmsg, const int *errs, unsigned int nerrs, const cha
 	let_go();
 	for (unsigned int i = 0; i < nerrs; i++)
 		euclean |= errs[i] == EUCLEAN;
-	if (euclean || report)
-		krepro_fail("%s%s%s%s", what, report ? " (XFS: internal error in xfs_rmap.c, "
-			    "caller " : "", caller, report ? ")" : "");
+	if (report)
+		krepro_fail("%s (XFS: internal error in xfs_rmap.c, caller %s)%s", what, caller,
+			    euclean ? "" : " without EUCLEAN");
 	else
-		krepro_broken("%s: no EUCLEAN and no corruption report from xfs_rmap.c, so "
-			      "not shown to be this bug", what);
+		krepro_broken("%s: %s no corruption report from xfs_rmap.c%s, so not shown "
+			      "to be this bug", what, euclean ? "EUCLEAN but" : "no EUCLEAN and",
+			      kmsg < 0 ? " (kmsg unreadable)" : "");
 }
 
 /* /dev/kmsg at its end, for the case's corruption report; -1 says so. */
