@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Boot a kernel N times with no reproducer and say how each boot went.
+
+usage: bench/boots.py [--arch A] [--kernel unpatched|patched|PATH] [--append ARGS]
+                      [--runs N] [--record FILE] [--keep-logs DIR]
+
+Each guest runs krepro's guest image with nothing to run: init reports
+"krepro-init: started" with its uptime, then powers off. Per boot it notes
+whether init was reached, the uptime at init (boot to init), the wall
+seconds, and the title of any kernel report (classified as the runner does).
+Prints a line a boot and a summary (boots, failures, boot-to-init median and
+worst); --record writes the same as a JSON record for bench/records/. Asserts
+nothing. One guest at a time; never beside a kernel build.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+from krepro import guest, reports, runner  # noqa: E402
+
+STARTED = re.compile(r"krepro-init: started, uptime ([0-9.]+) s")
+
+
+def one_boot(arch, image, initrd, append, logdir):
+    cmdline = guest.kernel_cmdline(arch, "", append)
+    argv = guest.qemu_argv(arch, "tcg", image, initrd, cmdline, guest.GUEST_CPUS, None)
+    status, timed_out, secs, _ = guest.boot(argv, logdir, 120)
+    with open(os.path.join(logdir, "console.log"), errors="replace") as f:
+        console = f.read()
+    m = STARTED.search(console)
+    crashes = list(reports.crashes(console))
+    return {"init": bool(m), "uptime_at_init": float(m.group(1)) if m else None,
+            "seconds": secs, "qemu_status": status, "timed_out": timed_out,
+            "report": crashes[0]["title"] if crashes else None}
+
+
+def main(argv):
+    p = argparse.ArgumentParser(prog="bench/boots.py", allow_abbrev=False)
+    p.add_argument("--arch", default="x86_64")
+    p.add_argument("--kernel", default="unpatched")
+    p.add_argument("--append", default="")
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--record")
+    p.add_argument("--keep-logs")
+    o = p.parse_args(argv)
+    image = runner.flavour_image(o.arch, o.kernel) if o.kernel in runner.FLAVOURS else o.kernel
+    sub = "" if o.arch == "x86_64" else o.arch
+    initrd = os.path.join(TOP, "build", sub, "guest", "initramfs.cpio")
+    for f in (image, initrd):
+        if not os.path.isfile(f):
+            print(f"boots.py: no {f} (make kernels guest)", file=sys.stderr)
+            return 128
+    work = tempfile.mkdtemp(prefix="krepro-boots.")
+    boots = []
+    try:
+        for i in range(1, o.runs + 1):
+            d = os.path.join(work, str(i))
+            os.makedirs(d)
+            b = one_boot(o.arch, image, initrd, o.append, d)
+            boots.append(b)
+            print(f"boot {i:>3}: {'init' if b['init'] else 'NO INIT'} "
+                  f"{b['uptime_at_init'] if b['init'] else '-':>6} s uptime, {b['seconds']:5.1f} s wall"
+                  + (f", report: {b['report']}" if b["report"] else ""), flush=True)
+            if o.keep_logs and (not b["init"] or b["report"]):
+                os.makedirs(o.keep_logs, exist_ok=True)
+                shutil.copy(os.path.join(d, "console.log"), os.path.join(o.keep_logs, f"boot-{i}.log"))
+            shutil.rmtree(d)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    ups = [b["uptime_at_init"] for b in boots if b["init"]]
+    failed = [b for b in boots if not b["init"] or b["report"]]
+    summary = {
+        "date": datetime.date.today().isoformat(), "what": "boots to init, no reproducer",
+        "machine": f"{os.cpu_count()} cores, {platform.machine()}, QEMU TCG",
+        "commit": runner.git_commit(), "arch": o.arch, "kernel": o.kernel,
+        "build": runner.read_stamp(image), "append": o.append, "boots": len(boots),
+        "failed_boots": len(failed), "failures": sorted({b["report"] or "no init" for b in failed}),
+        "uptime_at_init_median": round(statistics.median(ups), 2) if ups else None,
+        "uptime_at_init_max": max(ups) if ups else None,
+        "wall_median": round(statistics.median(b["seconds"] for b in boots), 2) if boots else None,
+        "raw": "bench/boots.py " + " ".join(argv),
+    }
+    print(json.dumps(summary, indent=1))
+    if o.record:
+        with open(o.record, "w") as f:
+            json.dump(summary, f, indent=1)
+            f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Keep a proof run as a compact committed record: one JSON file per
+reproducer under repro/<id>/records/, from a run directory's run.json.
+
+usage: bench/proof-record.py RUN_DIR NAME [--conditions TEXT]
+       bench/proof-record.py --readme [REPRO...]
+
+NAME names the campaign (e.g. 2026-12-06-loaded-host); the file is
+repro/<id>/records/NAME.json. Per run: kernel, build, outcome, seconds, the
+signature or evidence that decided it, the report title, whether the boot
+failed before the test (infra), accelerator, date. Conditions say what was
+special about the host (e.g. "two CPU hogs beside the guest"). Prints the
+tally per reproducer and kernel, and rewrites those reproducers' README
+tables from their records (--readme alone does only that; the tables are
+checked against the records by tests/test_records.py). Asserts nothing.
+"""
+import argparse
+import collections
+import json
+import os
+import sys
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+from krepro import records  # noqa: E402
+
+
+def compact(run, kernels, accel, date):
+    k = kernels.get(run["kernel"], {})
+    return {"kernel": run["kernel"], "build": (k.get("build") or "")[:12] or None,
+            "outcome": run["outcome"], "seconds": run.get("seconds"),
+            "signature": run.get("signature"), "evidence": (run.get("evidence") or "")[:300],
+            "report_title": run.get("report_title"), "infra": bool(run.get("infra")),
+            "accel": run.get("accel") or accel, "date": date}
+
+
+def main(argv):
+    if argv and argv[0] == "--readme":
+        names = argv[1:] or sorted(os.listdir(os.path.join(TOP, "repro")))
+        for r in names:
+            if os.path.isdir(os.path.join(TOP, "repro", r, "records")):
+                print(f"{os.path.relpath(records.update_readme(r), TOP)}: table rewritten")
+        return 0
+    p = argparse.ArgumentParser(prog="bench/proof-record.py", allow_abbrev=False)
+    p.add_argument("run_dir")
+    p.add_argument("name")
+    p.add_argument("--conditions", default="")
+    o = p.parse_args(argv)
+    try:
+        with open(os.path.join(o.run_dir, "run.json")) as f:
+            rec = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"proof-record.py: {o.run_dir}/run.json: {e}", file=sys.stderr)
+        return 128
+    date = (rec.get("started") or "")[:10]
+    kernels = {k["label"]: k for k in rec.get("kernels", [])}
+    by_repro = collections.defaultdict(list)
+    for run in rec.get("runs", []):
+        by_repro[run["repro"]].append(compact(run, kernels, rec.get("accel"), date))
+    for repro, runs in sorted(by_repro.items()):
+        out = {"name": o.name, "repro": repro, "date": date, "krepro": rec.get("krepro"),
+               "command": rec.get("command"), "arch": rec.get("arch"),
+               "conditions": o.conditions, "runs": runs}
+        path = os.path.join(TOP, "repro", repro, "records", o.name + ".json")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(out, f, indent=1)
+            f.write("\n")
+        tally = collections.Counter((r["kernel"], r["outcome"]) for r in runs)
+        print(f"{os.path.relpath(path, TOP)}: "
+              + ", ".join(f"{k} {o_} {n}" for (k, o_), n in sorted(tally.items())))
+        records.update_readme(repro)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
