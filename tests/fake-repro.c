@@ -150,9 +150,11 @@ static const char *const kconfigs[] = { "CONFIG_KREPRO_FAKE_OPTION", NULL };
 /* Strings that need JSON escaping in --describe: backslashes, quotes, a tab,
  * a newline. */
 static const struct krepro_signature signatures[] = {
-	{ "KASAN", "^KASAN: use-after-free in uio_unregister_device$", "uio_.*" },
-	{ "BUG", "^kernel BUG at lib/fake\\.c:[0-9]+ \"quoted\"$", NULL },
-	{ "HANG", NULL, NULL },
+	{ "KASAN", "^KASAN: use-after-free in uio_unregister_device$", "uio_.*",
+	  "CONFIG_KASAN" },
+	{ "BUG", "^kernel BUG at lib/fake\\.c:[0-9]+ \"quoted\"$", NULL,
+	  " CONFIG_DEBUG_LIST  CONFIG_BUG_ON_DATA_CORRUPTION=y" },
+	{ "HANG", NULL, NULL, NULL },
 	{ NULL },
 };
 
@@ -172,6 +174,8 @@ static const struct krepro_test test = {
 	.cmdline = "fake.option=1",
 	.not_in_matrix = "a test double,\tnot a bug\n(kept out)",
 	.signatures = signatures,
+	.own_evidence = true,
+	.own_detectors = "CONFIG_KREPRO_FAKE_DETECTOR",
 	.setup = setup,
 	.cleanup = cleanup,
 	.cases = cases,
@@ -184,6 +188,7 @@ static const struct krepro_test test_kconfig = {
 	.fix_commit = "0123456789ab (\"fake: fix\")",
 	.seed = "none",
 	.needs_kconfigs = kconfigs,
+	.own_evidence = true,
 	.timeout = 10,
 	.cases = cases,
 };

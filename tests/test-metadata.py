@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Check what every reproducer declares (build/repro/<id>.json, written by the
 native build from its --describe) against the rest of the repository: the
-kernel config fragments its arches' kernels are built from, its fix patch,
-the kernel report table its signatures name, and its directory; and that the
+kernel config fragments its arches' kernels are built from (the options it
+needs and the detectors its evidence needs), its fix patch, the kernel report
+table its signatures name, its source (own evidence), and its directory; and that the
 kinds the signature comment in repro/lib/krepro.h and
 docs/adding-a-reproducer.md list are the table's.
 
@@ -23,7 +24,17 @@ ARCHES = {"x86_64", "arm"}
 KEYS = {"name": str, "summary": str, "fix": str, "introduced": str, "seed": str,
         "arches": list, "not_in_matrix": str, "min_cpus": int, "alone": bool, "timeout": int,
         "cmdline": str, "disk_mib": int, "prepare": bool, "kconfig": list, "cases": list,
-        "signatures": list}
+        "own_evidence": bool, "own_detectors": list, "signatures": list}
+SIGNATURE_KEYS = {"kind", "title", "frame", "detectors"}
+# Report kinds that only a debug option prints: a signature of the kind must
+# declare it among its detectors, or a kernel without it would be taken to
+# see the bug (kernel-reports.tsv; lib/list_debug.c, mm/kasan/, ...).
+KIND_DETECTORS = {"KASAN": "CONFIG_KASAN", "KFENCE": "CONFIG_KFENCE", "KCSAN": "CONFIG_KCSAN",
+                  "UBSAN": "CONFIG_UBSAN", "FORTIFY": "CONFIG_FORTIFY_SOURCE",
+                  "LIST": "CONFIG_DEBUG_LIST", "ODEBUG": "CONFIG_DEBUG_OBJECTS",
+                  "MEMLEAK": "CONFIG_DEBUG_KMEMLEAK", "LOCKDEP": "CONFIG_LOCKDEP",
+                  "HUNG": "CONFIG_DETECT_HUNG_TASK"}
+LIB = os.path.join(TOP, "repro", "lib")
 # Reproducers without a kernel-patches/<id>/ of their own, and whose series
 # builds the kernels they are proven against. xfs-rmap-fuzz is the xfs/371-style
 # sweep over the same bug (seed 003) and fix (its revert, seed 011) as
@@ -205,12 +216,16 @@ def check_fix(name, meta, metas):
 def check_signatures(name, meta, kinds):
     for i, sig in enumerate(meta.get("signatures") or []):
         where = f"signature {i + 1}"
-        if not isinstance(sig, dict) or set(sig) != {"kind", "title", "frame"}:
-            fail(name, f"{where}: {sig!r} is not {{kind, title, frame}}")
+        if not isinstance(sig, dict) or set(sig) != SIGNATURE_KEYS:
+            fail(name, f"{where}: {sig!r} is not {{{', '.join(sorted(SIGNATURE_KEYS))}}}")
             continue
         if sig["kind"] != "HANG" and sig["kind"] not in kinds:
             fail(name, f"{where}: kind {sig['kind']!r} is neither HANG nor a kind of "
                  "repro/lib/kernel-reports.tsv")
+        need = KIND_DETECTORS.get(sig["kind"])
+        if need and need not in [d.partition("=")[0] for d in sig["detectors"] or []]:
+            fail(name, f"{where}: a {sig['kind']} report is printed only with {need}: "
+                 "declare it in its detectors")
         for key in ("title", "frame"):
             if sig[key] is None:
                 continue
@@ -218,6 +233,69 @@ def check_signatures(name, meta, kinds):
                 re.compile(sig[key])
             except (re.error, TypeError) as e:
                 fail(name, f"{where}: {key} {sig[key]!r} is not a Python regex: {e}")
+
+
+def detector_lists(meta):
+    """(where, detectors) of each evidence path the reproducer declares."""
+    out = [(f"signature {i + 1}", sig.get("detectors") or [])
+           for i, sig in enumerate(meta.get("signatures") or []) if isinstance(sig, dict)]
+    return out + [("own_detectors", meta.get("own_detectors") or [])]
+
+
+def check_detectors(name, meta, configs):
+    """Every detector is on in the kernels krepro builds for the reproducer's
+    arches: its recorded rate was measured with them all, so a krepro
+    kernel is never blind to a path the record counted."""
+    for where, dets in detector_lists(meta):
+        for det in dets:
+            if not isinstance(det, str) or not re.fullmatch(r"CONFIG_[A-Za-z0-9_]+(=\S+)?", det):
+                fail(name, f"{where}: detector {det!r} is not CONFIG_X or CONFIG_X=v")
+                continue
+            opt, eq, want = det.partition("=")
+            for arch in sorted(set(meta.get("arches") or []) & ARCHES):
+                have = configs.setdefault(arch, config_of(arch)).get(opt)
+                if (have != want) if eq else (have not in ("y", "m")):
+                    fail(name, f"{where}: detector {det} is not set by the {arch} config "
+                         f"fragments (it is {have or 'unset'})")
+    if meta.get("own_detectors") and not meta.get("own_evidence"):
+        fail(name, "own_detectors without own_evidence")
+
+
+def failing_functions():
+    """The library's functions a case may call that FAIL it: each top-level
+    definition of repro/lib/*.c whose body calls krepro_fail() or another
+    of them (the harness, which defines krepro_fail, aside)."""
+    bodies = {}
+    for path in sorted(glob.glob(os.path.join(LIB, "*.c"))):
+        if os.path.basename(path) == "harness.c":
+            continue
+        with open(path) as f:
+            text = f.read()
+        for m in re.finditer(r"^[A-Za-z][^;{}]*?\b(\w+)\([^;{}]*\)\s*\n\{\n(.*?)^\}", text, re.M | re.S):
+            bodies[m.group(1)] = m.group(2)
+    failing = {"krepro_fail"}
+    while True:
+        more = {n for n, b in bodies.items() if n not in failing and
+                any(re.search(r"\b" + re.escape(f) + r"\(", b) for f in failing)}
+        if not more:
+            return failing
+        failing |= more
+
+
+def check_own_evidence(name, meta, failing):
+    """own_evidence says whether the reproducer's cases can FAIL by
+    themselves: its source calls krepro_fail() or a library function that
+    does."""
+    text = ""
+    for path in glob.glob(os.path.join(TOP, "repro", name, "*.c")):
+        with open(path, errors="replace") as f:
+            text += f.read()
+    calls = sorted(f for f in failing if re.search(r"\b" + re.escape(f) + r"\(", text))
+    if meta.get("own_evidence") is True and not calls:
+        fail(name, "own_evidence is true, but its source calls neither krepro_fail() nor "
+             "a library function that FAILs a case")
+    elif meta.get("own_evidence") is False and calls:
+        fail(name, f"own_evidence is false, but its source calls {', '.join(calls)}")
 
 
 def main():
@@ -281,12 +359,15 @@ def main():
     kinds = report_kinds()
     check_kind_lists(kinds)
     configs = {}
+    failing = failing_functions()
     for name, meta in sorted(metas.items()):
         check_fields(name, meta)
         check_arches(name, meta)
         check_kconfig(name, meta, configs)
         check_fix(name, meta, metas)
         check_signatures(name, meta, kinds)
+        check_detectors(name, meta, configs)
+        check_own_evidence(name, meta, failing)
 
     print(f"{len(metas)} reproducers checked, {len(failures)} failure(s)")
     return 1 if failures else 0

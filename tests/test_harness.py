@@ -209,7 +209,8 @@ class Harness(unittest.TestCase):
         meta = self.describe(FAKE_REAL)
         self.assertEqual(set(meta), {"name", "summary", "fix", "introduced", "seed", "arches",
                                      "not_in_matrix", "min_cpus", "alone", "timeout", "cmdline",
-                                     "disk_mib", "prepare", "kconfig", "cases", "signatures"})
+                                     "disk_mib", "prepare", "kconfig", "cases", "own_evidence",
+                                     "own_detectors", "signatures"})
         self.assertEqual(meta["name"], "fake-repro")
         self.assertIs(meta["alone"], False)
         self.assertEqual(meta["fix"], '0123456789ab ("fake: fix")')
@@ -225,12 +226,16 @@ class Harness(unittest.TestCase):
         # Escaping: a tab and a newline, backslashes and quotes in a regex,
         # null for a missing title or frame.
         self.assertEqual(meta["not_in_matrix"], "a test double,\tnot a bug\n(kept out)")
+        # Detectors as lists, whatever spaces separate them.
         self.assertEqual(meta["signatures"], [
             {"kind": "KASAN", "title": "^KASAN: use-after-free in uio_unregister_device$",
-             "frame": "uio_.*"},
-            {"kind": "BUG", "title": '^kernel BUG at lib/fake\\.c:[0-9]+ "quoted"$', "frame": None},
-            {"kind": "HANG", "title": None, "frame": None},
+             "frame": "uio_.*", "detectors": ["CONFIG_KASAN"]},
+            {"kind": "BUG", "title": '^kernel BUG at lib/fake\\.c:[0-9]+ "quoted"$', "frame": None,
+             "detectors": ["CONFIG_DEBUG_LIST", "CONFIG_BUG_ON_DATA_CORRUPTION=y"]},
+            {"kind": "HANG", "title": None, "frame": None, "detectors": []},
         ])
+        self.assertIs(meta["own_evidence"], True)
+        self.assertEqual(meta["own_detectors"], ["CONFIG_KREPRO_FAKE_DETECTOR"])
 
     def test_describe_defaults(self):
         # The kconfig variant declares no signatures and is in the matrix.
@@ -241,6 +246,7 @@ class Harness(unittest.TestCase):
         self.assertEqual(meta["not_in_matrix"], "")
         self.assertEqual(meta["cmdline"], "")
         self.assertEqual(meta["signatures"], [])
+        self.assertEqual(meta["own_detectors"], [])
         self.assertEqual(meta["kconfig"], ["CONFIG_KREPRO_FAKE_OPTION"])
 
     def test_describe_arches_from_the_build(self):

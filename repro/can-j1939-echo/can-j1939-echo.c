@@ -403,10 +403,11 @@ static const struct krepro_case cases[] = {
  * The bug's kernel report (README, Evidence): sock_hold() on the closed
  * socket, "refcount_t: addition on 0; use-after-free." (with its WARNING, one
  * report to the host), with j1939 in the trace. The "saturated" and other
- * refcount_t warnings that follow are consequences, not declared.
+ * refcount_t warnings that follow are consequences, not declared. No
+ * detector: refcount_t checks its counts on every 6.1 kernel.
  */
 static const struct krepro_signature signatures[] = {
-	{ "REFCOUNT", "^refcount_t: addition on 0; use-after-free$", "j1939_.*" },
+	{ "REFCOUNT", "^refcount_t: addition on 0; use-after-free$", "j1939_.*", NULL },
 	{ NULL },
 };
 

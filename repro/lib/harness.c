@@ -580,14 +580,55 @@ static void json_words(const char *list)
 }
 
 /*
- * The signatures must hold up before the host relies on them: a known shape
- * and regexes that compile as POSIX EREs (the build writes <id>.json from
- * --describe, so a bad one fails the build; tests/test-metadata.py checks the
- * kinds against kernel-reports.tsv and that Python's re takes the regexes).
+ * Detectors are "CONFIG_X" or "CONFIG_X=v" words (json_words() takes up to 63
+ * bytes of each): the host compares them with a kernel's config as they are.
+ */
+static bool detectors_valid(const char *t_name, const char *what, const char *list)
+{
+	bool ok = true;
+
+	for (const char *p = list; p && *p;) {
+		size_t len = strcspn(p, " "), name = strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+							 "abcdefghijklmnopqrstuvwxyz0123456789_");
+
+		if (len && (len > 63 || strncmp(p, "CONFIG_", 7) || name <= 7 ||
+			    (name < len && p[name] != '='))) {
+			fprintf(stderr, "%s: %s: '%.*s' is not CONFIG_X or CONFIG_X=v\n", t_name,
+				what, (int)len, p);
+			ok = false;
+		}
+		p += len + strspn(p + len, " ");
+	}
+	return ok;
+}
+
+/* What can FAIL a run must be declared, and only what can (krepro.h). */
+static bool evidence_valid(const struct krepro_test *t)
+{
+	bool ok = detectors_valid(t->name, "own_detectors", t->own_detectors);
+
+	if (!t->own_evidence && !(t->signatures && t->signatures->kind)) {
+		fprintf(stderr, "%s: no signatures and no own_evidence: nothing could FAIL it\n",
+			t->name);
+		ok = false;
+	}
+	if (!t->own_evidence && t->own_detectors && t->own_detectors[0]) {
+		fprintf(stderr, "%s: own_detectors without own_evidence\n", t->name);
+		ok = false;
+	}
+	return ok;
+}
+
+/*
+ * The evidence must hold up before the host relies on it: a known shape,
+ * detectors that are options, and regexes that compile as POSIX EREs (the
+ * build writes <id>.json from --describe, so a bad one fails the build;
+ * tests/test-metadata.py checks the kinds against kernel-reports.tsv and that
+ * Python's re takes the regexes).
  */
 static bool signatures_valid(const struct krepro_test *t)
 {
-	bool ok = true;
+	bool ok = evidence_valid(t);
 
 	for (const struct krepro_signature *s = t->signatures; s && s->kind; s++) {
 		const char *res[2] = { s->title, s->frame };
@@ -596,6 +637,8 @@ static bool signatures_valid(const struct krepro_test *t)
 			fprintf(stderr, "%s: a signature with an empty kind\n", t->name);
 			ok = false;
 		}
+		if (!detectors_valid(t->name, s->kind, s->detectors))
+			ok = false;
 		for (int i = 0; i < 2; i++) {
 			regex_t re;
 			int err;
@@ -651,7 +694,10 @@ static int describe(const struct krepro_test *t, const char *arches)
 		fputs(sep, stdout);
 		json_str(c->name);
 	}
-	fputs("],\n  \"signatures\": [", stdout);
+	printf("],\n  \"own_evidence\": %s,\n  \"own_detectors\": ",
+	       t->own_evidence ? "true" : "false");
+	json_words(t->own_detectors ? t->own_detectors : "");
+	fputs(",\n  \"signatures\": [", stdout);
 	sep = "\n";
 	for (const struct krepro_signature *s = t->signatures; s && s->kind; s++, sep = ",\n") {
 		printf("%s    {\"kind\": ", sep);
@@ -660,6 +706,8 @@ static int describe(const struct krepro_test *t, const char *arches)
 		json_str(s->title);
 		fputs(", \"frame\": ", stdout);
 		json_str(s->frame);
+		fputs(", \"detectors\": ", stdout);
+		json_words(s->detectors ? s->detectors : "");
 		putchar('}');
 	}
 	puts(t->signatures && t->signatures->kind ? "\n  ]\n}" : "]\n}");

@@ -48,6 +48,16 @@ struct krepro_signature {
 	/* ERE that one function name of the report's call trace must match
 	 * whole ("j1939_.*"); NULL: no trace requirement. */
 	const char *frame;
+	/*
+	 * The kernel options without which this report is never printed,
+	 * space-separated "CONFIG_X" (=y or =m) or "CONFIG_X=v": its detectors
+	 * ("CONFIG_KASAN" for a KASAN report, "CONFIG_DEBUG_LIST" for list
+	 * corruption). NULL when the report needs no debug option (a WARNING,
+	 * a BUG_ON, refcount_t's checks, a hang). needs_kconfigs is what
+	 * triggers the bug; this is what makes it visible. On a kernel without
+	 * them the host counts the path blind: no recorded rate applies there.
+	 */
+	const char *detectors;
 };
 
 struct krepro_test {
@@ -64,6 +74,22 @@ struct krepro_test {
 	const char *not_in_matrix;	/* why this one is left out of the matrix (a sweep); NULL: in it */
 	const char *const *needs_kconfigs; /* NULL-terminated "CONFIG_X" or "CONFIG_X=v" */
 	const struct krepro_signature *signatures; /* terminated by {NULL} ; NULL: only the reproducer's own evidence */
+	/*
+	 * Own evidence: a case can FAIL by itself (krepro_fail(), its own or a
+	 * library call's such as krepro_nvme_timeout_case()), from what it
+	 * sees in userspace, not from a kernel report (krepro_report()). Set it
+	 * by hand: a reproducer FAILs by its signatures and, with this, by its
+	 * own evidence; one with neither could never FAIL, and --describe
+	 * refuses it.
+	 */
+	bool own_evidence;
+	/*
+	 * The options without which that own evidence cannot show
+	 * (space-separated, as a signature's detectors): "CONFIG_BLK_DEBUG_FS"
+	 * for the nvme storms, whose lost request shows only in blk-mq's
+	 * debugfs. NULL: it shows on any kernel.
+	 */
+	const char *own_detectors;
 	unsigned int min_cpus;
 	/*
 	 * A race whose odds, or a bound whose timing, were measured with the

@@ -83,16 +83,18 @@ static const struct krepro_case cases[] = {
  * double start. The stalled read is the reproducer's own evidence.
  */
 static const struct krepro_signature signatures[] = {
-	{ "KASAN", "^KASAN: use-after-free in nvme_rdma_complete_rq$", NULL },
-	{ "WARNING", "^WARNING in blk_mq_start_request$", NULL },
-	{ "KASAN", "^KASAN: null-ptr-deref in blk_mq_dispatch_rq_list$", NULL },
+	{ "KASAN", "^KASAN: use-after-free in nvme_rdma_complete_rq$", NULL, "CONFIG_KASAN" },
+	/* WARN_ON_ONCE: on every kernel. */
+	{ "WARNING", "^WARNING in blk_mq_start_request$", NULL, NULL },
+	{ "KASAN", "^KASAN: null-ptr-deref in blk_mq_dispatch_rq_list$", NULL, "CONFIG_KASAN" },
 	/*
 	 * CONFIG_DEBUG_LIST (nvme-timeout.config): the request requeued twice
 	 * sits on two of blk-mq's request lists, caught when the requeue work
 	 * or a dispatch next moves it (README, "Measured"); or in nvme code.
 	 */
 	{ "LIST", "^list_(add|del) (corruption|double add)",
-	  "blk_mq_(dispatch_rq_list|requeue_work|request_bypass_insert|add_to_requeue_list)|nvme_rdma_.*" },
+	  "blk_mq_(dispatch_rq_list|requeue_work|request_bypass_insert|add_to_requeue_list)|nvme_rdma_.*",
+	  "CONFIG_DEBUG_LIST" },
 	{ NULL },
 };
 
@@ -104,6 +106,12 @@ static const struct krepro_test test = {
 	.seed = "006-patch-nvme-rdma-avoid-race-between-time-out-and-tear-down.patch",
 	.needs_kconfigs = kconfigs,
 	.signatures = signatures,
+	/*
+	 * The stalled read whose request was lost (nvmf.c): blk-mq's debugfs is
+	 * where the state shows it holds none. Without it the stall is BROKEN.
+	 */
+	.own_evidence = true,
+	.own_detectors = "CONFIG_BLK_DEBUG_FS",
 	.min_cpus = 2,
 	.alone = true,
 	.timeout = 300,

@@ -71,14 +71,16 @@ static const struct krepro_case cases[] = {
  * the trace). The stalled read, the bug's other FAIL, is the reproducer's own.
  */
 static const struct krepro_signature signatures[] = {
-	{ "BUG", "^kernel BUG at block/blk-mq\\.c:[0-9]+$", "nvme_tcp_timeout" },
+	/* BUG_ON: on every kernel. */
+	{ "BUG", "^kernel BUG at block/blk-mq\\.c:[0-9]+$", "nvme_tcp_timeout", NULL },
 	/*
 	 * CONFIG_DEBUG_LIST (nvme-timeout.config): the request requeued twice
 	 * sits on two of blk-mq's request lists, caught when the requeue work
 	 * or a dispatch next moves it (README, "Measured"); or in nvme code.
 	 */
 	{ "LIST", "^list_(add|del) (corruption|double add)",
-	  "blk_mq_(dispatch_rq_list|requeue_work|request_bypass_insert|add_to_requeue_list)|nvme_tcp_.*" },
+	  "blk_mq_(dispatch_rq_list|requeue_work|request_bypass_insert|add_to_requeue_list)|nvme_tcp_.*",
+	  "CONFIG_DEBUG_LIST" },
 	{ NULL },
 };
 
@@ -90,6 +92,12 @@ static const struct krepro_test test = {
 	.seed = "007-patch-nvme-tcp-avoid-race-between-time-out-and-tear-down.patch",
 	.needs_kconfigs = kconfigs,
 	.signatures = signatures,
+	/*
+	 * The stalled read whose request was lost (nvmf.c): blk-mq's debugfs is
+	 * where the state shows it holds none. Without it the stall is BROKEN.
+	 */
+	.own_evidence = true,
+	.own_detectors = "CONFIG_BLK_DEBUG_FS",
 	.min_cpus = 2,
 	.alone = true,
 	.timeout = 300,

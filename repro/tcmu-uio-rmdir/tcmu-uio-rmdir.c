@@ -187,7 +187,7 @@ static const struct krepro_case cases[] = {
  */
 static const struct krepro_signature signatures[] = {
 	{ "KASAN", "^KASAN: use-after-free in (uio_unregister_device|uio_free_minor)$",
-	  "uio_unregister_device" },
+	  "uio_unregister_device", "CONFIG_KASAN" },
 	{ NULL },
 };
 
@@ -199,6 +199,10 @@ static const struct krepro_test test = {
 	.seed = "010-patch-uio-fix-use-after-free-in-uio-unregister-device.patch",
 	.needs_kconfigs = kconfigs,
 	.signatures = signatures,
+	/* The uio name clash (EEXIST) or the other minor a stale
+	 * idev->minor causes: init_on_free=1, a boot parameter and no
+	 * option, makes it show without KASAN. */
+	.own_evidence = true,
 	.min_cpus = 1,
 	.timeout = 180,
 	/* Zero slab objects as they are freed (before KASAN's quarantine takes

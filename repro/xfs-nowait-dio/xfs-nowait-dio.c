@@ -336,6 +336,8 @@ static const struct krepro_test test = {
 	.bug_commit = "not named upstream (the fix carries no Fixes: tag)",
 	.seed = "001-patch-xfs-don-t-allow-nowait-dio-across-extent-boundaries.patch",
 	.needs_kconfigs = kconfigs,
+	/* Data on disk beyond what the write reported: read back. */
+	.own_evidence = true,
 	.min_cpus = 1,
 	.timeout = 120,
 	.setup = setup,

@@ -364,6 +364,8 @@ static const struct krepro_test test = {
 			 "matrix. Run it by name (make sweeps): ./run-in-qemu.sh --kernel "
 			 "unpatched --kernel patched --repeat 1 xfs-rmap-fuzz",
 	.needs_kconfigs = kconfigs,
+	/* The control: the unfuzzed filesystem must take every operation. */
+	.own_evidence = true,
 	.min_cpus = 1,
 	.timeout = 1200,
 	.disk_mib = 512,
