@@ -117,6 +117,80 @@ class Outcomes(unittest.TestCase):
         self.assertEqual((r["outcome"], r["evidence"]), ("FAIL", "KASAN: use-after-free in uio_unregister_device"))
 
 
+def trace_frames(log):
+    return reports.crashes(log)[0]["trace_frames"]
+
+
+class TraceFrames(unittest.TestCase):
+    """What a signature's frame is matched against: the reliable frames of
+    the crashing task's call trace, nothing else the report names."""
+
+    def test_reliable_frames_with_irq_section_and_interrupted_regs(self):
+        log = ("WARNING: CPU: 0 PID: 1 at lib/x.c:1 warn_fn+0x1/0x2\n"
+               "Modules linked in: mod_fn\n"
+               "RIP: 0010:warn_fn+0x1/0x2\n"
+               "Call Trace:\n <IRQ>\n irq_fn+0x1/0x2\n ? guess_fn+0x1/0x2\n </IRQ>\n <TASK>\n"
+               " asm_sysvec_apic_timer_interrupt+0x1a/0x20\n"
+               "RIP: 0010:interrupted_fn+0x1/0x2\n"
+               "RSP: 0018:ffffc90000003e38 EFLAGS: 00000246\n"
+               " task_fn+0x1/0x2\n </TASK>\n"
+               "---[ end trace 0000000000000000 ]---\n"
+               "RIP: 0010:after_end_fn+0x1/0x2\n")
+        self.assertEqual(trace_frames(log), ["warn_fn", "irq_fn", "asm_sysvec_apic_timer_interrupt",
+                                             "interrupted_fn", "task_fn"])
+
+    def test_kasan_alloc_and_free_stacks_are_not_the_trace(self):
+        frames = reports.crashes(golden("real-tcmu-uio-rmdir-unpatched.log"))[0]["trace_frames"]
+        self.assertIn("uio_unregister_device", frames)
+        for f in ("__uio_register_device", "tcmu_configure_device", "kobject_put", "device_release",
+                  "detach_groups.isra.0", "tcmu_vma_close"):   # allocated, freed, or "? "
+            self.assertNotIn(f, frames)
+
+    def test_kfence_access_stack_not_its_alloc_free_stacks(self):
+        frames = trace_frames(golden("syz-kfence.log"))
+        self.assertIn("find_uprobe", frames)
+        self.assertNotIn("__uprobe_register", frames)
+        self.assertNotIn("put_uprobe", frames)
+
+    def test_kcsan_both_accesses_are_the_trace(self):
+        frames = trace_frames(golden("syz-kcsan.log"))
+        self.assertTrue({"find_next_bit", "rcu_report_exp_cpu_mult", "s_show"} <= set(frames))
+
+    def test_lockdep_chains_and_held_locks_are_not_the_trace(self):
+        frames = trace_frames(golden("syz-lockdep-circular.log"))
+        self.assertIn("do_ip_setsockopt.isra.12", frames)
+        self.assertNotIn("unregister_netdevice_notifier", frames)   # the existing chain
+        self.assertNotIn("rtnl_lock", frames)                       # held, and in the chain
+        log = ("INFO: task a:1 blocked for more than 120 seconds.\n"
+               "task:a               state:D stack:0     pid:1     ppid:0      flags:0x00004000\n"
+               "Call Trace:\n <TASK>\n __schedule+0x1/0x2\n wait_fn+0x1/0x2\n </TASK>\n"
+               "Showing all locks held in the system:\n"
+               "1 lock held by kworker/0:1/9:\n"
+               " #0: ffff888004a2c868 (&q->lock){+.+.}-{3:3}, at: lock_taker_fn+0x1/0x2\n"
+               "NMI backtrace for cpu 1\n"
+               "CPU: 1 PID: 0 Comm: swapper/1 Not tainted 6.1.192 #1\n"
+               "Call Trace:\n <IRQ>\n other_cpu_fn+0x1/0x2\n </IRQ>\n")
+        self.assertEqual(trace_frames(log), ["__schedule", "wait_fn"])
+
+    def test_arm_backtraces_without_the_link_register(self):
+        self.assertEqual(trace_frames(golden("syz-arm-null-deref.log")),
+                         ["kthread_stop", "vhci_shutdown_connection", "event_handler", "process_one_work"])
+        # CONFIG_BACKTRACE_VERBOSE off: "func from caller+off/size" (as the
+        # arm-kprobe-fortify README quotes its report).
+        log = ("kernel BUG at lib/string_helpers.c:1027!\n"
+               "Internal error: Oops - BUG: 0 [#1] SMP ARM\n"
+               "PC is at fortify_panic+0x14/0x18\nLR is at lr_fn+0x1/0x2\n"
+               "Call trace: \n fortify_panic from arch_unoptimize_kprobe+0x0/0x4\n"
+               "Code: e34820b0 e3023400 e34830a7 e5911010 (e7922101)\n")
+        self.assertEqual(trace_frames(log), ["fortify_panic", "arch_unoptimize_kprobe"])
+
+    def test_the_next_report_ends_the_trace(self):
+        log = ("BUG: KASAN: use-after-free in a_fn+0x1/0x2\nCall Trace:\n a_fn+0x1/0x2\n"
+               "BUG: kernel NULL pointer dereference, address: 0000000000000000\n"
+               "RIP: 0010:b_fn+0x1/0x2\nCall Trace:\n c_fn+0x1/0x2\n")
+        self.assertEqual(trace_frames(log), ["a_fn"])
+
+
 class Gate(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp()

@@ -3,7 +3,8 @@
 The report table is repro/lib/kernel-reports.tsv, shared with the in-guest
 harness. A report found after the reproducer's start mark is this bug when it
 matches one of the reproducer's declared signatures (kind, title pattern, a
-function its trace must contain); any other report is OTHER.
+function its crashing task's call trace must contain: TraceReader); any other
+report is OTHER.
 
 Beside its title a report gets a culprit title, syzbot's way of naming it:
 the row's culprit stem, " in ", and the first function of its trace that is
@@ -27,7 +28,7 @@ RESULT = re.compile(r"^krepro-init: result name=([A-Za-z0-9_.-]+) exit=([0-9]+)"
 # without CONFIG_BACKTRACE_VERBOSE, " func from caller+0x..".
 FRAME = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\+0x[0-9a-f]+/0x[0-9a-f]+"
                    r"|\] \(([A-Za-z_][A-Za-z0-9_.]*)\)"
-                   r"|^ *([A-Za-z_][A-Za-z0-9_.]*) from [A-Za-z_]")
+                   r"|^ *([A-Za-z_][A-Za-z0-9_.]*) from (?=[A-Za-z_])")
 REPORT_END = re.compile(r"^(---\[ end |={20,}$|krepro-init: )")
 TRACE_LINES = 150
 
@@ -201,6 +202,54 @@ HISTORY = ((re.compile(r"^(Allocated|Freed) by task|^Last potentially related wo
            (re.compile(r"Preemption disabled at:$"), re.compile(r"^CPU: ")))
 
 
+# The crashing task's call trace, the frames a signature is matched against
+# (TraceReader). It opens at the first trace heading after the report's
+# header: "Call Trace:" (x86), "Call trace:" (arm64, ARM with the unwinder),
+# "Backtrace:" (ARM with frame pointers), KFENCE's and KCSAN's access lines
+# (KCSAN's two accesses are both the race), kmemleak's "backtrace:" (the
+# leak's allocation is its evidence). Before it, the crash site ("RIP:
+# 0010:func", ARM "PC is at func", arm64 "pc : func") counts too.
+TRACE_OPEN = re.compile(
+    r"^ *(Call Trace|Call trace|Backtrace|backtrace( \(crc [0-9a-f]+\))?):"
+    r"|^(Out-of-bounds|Use-after-free|Corrupted memory|Invalid) .*(kfence-#[0-9]+|0x[0-9a-f]+)\)?:$"
+    r"|^(race at unknown origin, with )?(read|write)[a-z() -]* to 0x[0-9a-f]+ "
+    r"of [0-9]+ bytes by .* on cpu [0-9]+:$")
+CRASH_SITE = re.compile(r"^(RIP: [0-9a-f]{4}:|PC is at |pc : )")
+# The trace ends with the report (its end marker, KASAN's closing rule, the
+# panic, the next header) or where the report goes on to what is not the
+# crashing task's trace: KASAN's and KFENCE's allocation and free stacks and
+# what follows them, lockdep's held-lock lists and chains, the module list,
+# another CPU's or task's dump.
+TRACE_CLOSE = re.compile(
+    r"^(---\[ end |={20,}$|Kernel panic|krepro|Modules linked in|CPU: [0-9]+ (PID|UID)"
+    r"|(Allocated|Freed) by task|Last potentially related work|Second to last potentially related work"
+    r"|kfence-#[0-9]+ .*allocated by task|freed by task|The buggy address|Memory state"
+    r"|Reported by Kernel Concurrency Sanitizer|value changed: "
+    r"|(no locks|[0-9]+ locks?) held by |Showing all locks held|Showing busy workqueues"
+    r"|the existing dependency chain|other info that might help|irq event stamp|(hard|soft)irqs last"
+    r"|NMI backtrace for cpu|Sending NMI from CPU|task:[^ ]* +state:|INFO: )")
+# A frame the unwinder is not sure of ("? func"), and ARM's link register.
+UNRELIABLE = re.compile(r"^ *(\[<[0-9a-f]+>\] )?\? |^LR is at")
+
+
+class TraceReader:
+    """The reliable frames of a report's crashing task: its crash site and
+    the first call trace after the report's header, up to where it ends
+    (TRACE_CLOSE, or the next report header). "? " frames are left out."""
+
+    def __init__(self):
+        self.frames, self.state = [], "before"
+
+    def feed(self, line, header):
+        if self.state == "in" and (header or TRACE_CLOSE.match(line)):
+            self.state = "after"
+        elif self.state == "before" and TRACE_OPEN.match(line):
+            self.state = "in"
+        elif self.state == "in" and not UNRELIABLE.match(line) or \
+                self.state == "before" and CRASH_SITE.match(line):
+            self.frames += [f for f in line_frames(line) if f not in self.frames]
+
+
 def culprit_function(frames):
     """The first function that is not reporting machinery, without its
     compiler suffix and syscall wrapper prefix; None when there is none."""
@@ -226,7 +275,9 @@ def crashes(text, patterns=None):
     one crash, titled by its first header. A crash ends at an end-of-trace
     line, KASAN's closing rule, the next krepro line, or TRACE_LINES lines.
     Dicts: kind, title, culprit (culprit_title()), line, headers [(kind,
-    title)], frames (its trace's functions, in order)."""
+    title)], frames (every function its lines name, in order: what a reader
+    is shown), trace_frames (the reliable frames of the crashing task's call
+    trace, TraceReader: what a signature's frame must match)."""
     return list(crashes_stream(console_lines(text), patterns))
 
 
@@ -248,11 +299,14 @@ def crashes_stream(lines, patterns=None):
         h = classify_line(line, patterns, quick)
         if h is not None:
             if cur is None:
-                cur = {"kind": h[0], "title": h[1], "line": n, "headers": [], "frames": []}
+                reader = TraceReader()
+                cur = {"kind": h[0], "title": h[1], "line": n, "headers": [], "frames": [],
+                       "trace_frames": reader.frames}
                 start, stem, trace, history = i, h[2], [], None
             cur["headers"].append([h[0], h[1]])
         if cur is None:
             continue
+        reader.feed(line, h is not None)
         for f in line_frames(line):
             if f not in cur["frames"]:
                 cur["frames"].append(f)
@@ -269,7 +323,9 @@ def crashes_stream(lines, patterns=None):
 
 def signature_matches(report, sig):
     """A crash is the bug when one of its headers has the signature's kind and
-    title, and (if the signature names one) a function of its trace matches."""
+    title, and (if the signature names one) a reliable frame of the crashing
+    task's call trace matches: not a "? " frame, not a KASAN allocation or
+    free stack, not a lock lockdep lists as held, not another task's dump."""
     if sig.get("kind") in (None, "HANG"):
         return False
     if not any(k == sig["kind"] and (not sig.get("title") or re.search(sig["title"], t))
@@ -277,7 +333,7 @@ def signature_matches(report, sig):
         return False
     if sig.get("frame"):
         pat = re.compile(sig["frame"])
-        if not any(pat.fullmatch(f) for f in report.get("frames", [])):
+        if not any(pat.fullmatch(f) for f in report.get("trace_frames", [])):
             return False
     return True
 
@@ -320,25 +376,28 @@ def evidence_crash(run):
                  if r.get("title") and r["title"] in (run.get("evidence") or "")), None)
 
 
-def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
-    """One guest run's outcome: dict with outcome, evidence, signature (the
-    report or own evidence that made it FAIL), reports, exit."""
-    repro = meta["name"]
-    sigs = meta.get("signatures") or []
-    lines = list(console_lines(console))
-    reports = crashes(console)
-    init_line = next((n for n, l in lines if INIT_STARTED.match(l)), None)
-    mark_line = None
-    for n, l in lines:
+def landmarks(console, repro):
+    """The line init started on, the line of the reproducer's start mark, and
+    the exit code init reported for it (each None when absent)."""
+    init_line = mark_line = exit_code = None
+    for n, l in console_lines(console):
+        if init_line is None and INIT_STARTED.match(l):
+            init_line = n
         m = START_MARK.match(l)
-        if m and m.group(3) == repro and (m.group(2) or m.group(4)):
+        if mark_line is None and m and m.group(3) == repro and (m.group(2) or m.group(4)):
             mark_line = n
-            break
-    exit_code = None
-    for _, l in lines:
         m = RESULT.match(l)
         if m and m.group(1) == repro:
             exit_code = int(m.group(2))
+    return init_line, mark_line, exit_code
+
+
+def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
+    """One guest run's outcome: dict with outcome, evidence, signature (the
+    report or own evidence that made it FAIL), reports, exit."""
+    sigs = meta.get("signatures") or []
+    reports = crashes(console)
+    init_line, mark_line, exit_code = landmarks(console, meta["name"])
     before = [r for r in reports if mark_line is None or r["line"] < mark_line]
     after = [r for r in reports if mark_line is not None and r["line"] >= mark_line]
     for r in after:
