@@ -243,11 +243,11 @@ class Runner(unittest.TestCase):
                                          "fake-bug"), 0, self.out)
         self.assertEqual(self.boots(), 11)
         rows = self.record()["rows"]
-        self.assertEqual([r["cell"] for r in rows], ["FAIL 5/5 (rate ≥ 54%)", "PASS 6/6 (miss ≤ 1%)"])
+        self.assertEqual([r["cell"] for r in rows], ["FAIL 5/5 (rate ≥ 54% at 95%)", "PASS 6/6 (miss ≤ 1% at 95%)"])
         self.assertEqual(rows[0]["rate"]["source"], "no recorded rate: measured in this run")
         with open(os.path.join(self.results, "summary.md")) as f:
             md = f.read()
-        self.assertIn("| fake-bug | patched | PASS 6/6 (miss ≤ 1%) | PASS ok |", md)
+        self.assertIn("| fake-bug | patched | PASS 6/6 (miss ≤ 1% at 95%) | PASS ok |", md)
 
     def test_a_rate_carried_to_a_build_with_the_same_code_names_where_it_was_measured(self):
         self.record_rate("fake-bug", 20, 20, measured_on={"build": "stampOld" * 8, "why": "same .text"})
@@ -264,9 +264,9 @@ class Runner(unittest.TestCase):
                                          "fake-bug"), 0, self.out)
         self.assertEqual(self.boots(), 4)
         rows = self.record()["rows"]
-        self.assertEqual(rows[0]["cell"], "FAIL 1/1 (rate ≥ 86%)")
+        self.assertEqual(rows[0]["cell"], "FAIL 1/1 (rate ≥ 86% at 95%)")
         self.assertIn("20/20 recorded 2026-01-01, build stampU", rows[0]["rate"]["source"])
-        self.assertEqual(rows[1]["cell"], "PASS 3/3 (miss ≤ 1%)")
+        self.assertEqual(rows[1]["cell"], "PASS 3/3 (miss ≤ 1% at 95%)")
         # The row's own FAIL was added to the cache's copy.
         with open(os.path.join(self.tmp, "cache", "fail-rates", "fake-bug.x86_64.json")) as f:
             self.assertEqual(json.load(f)["runs"], 21)

@@ -72,7 +72,7 @@ def row_guests(o, repro, k):
     elif r == "bug":
         why = f"stops at its first FAIL ({note})" if rate else f"measures its FAIL rate ({note})"
     elif rate:
-        why = (f"{n} clean runs for miss ≤ {stats.pct_up(o.miss)} at 95% "
+        why = (f"{n} clean runs for {stats.miss_bound(o.miss)} "
                f"(rate {rate[0]}/{rate[1]}, bound ≥ {stats.pct(stats.rate_lower(rate[0], rate[1]))})")
     else:
         why = f"no FAIL rate to weigh clean runs: runs to the cap ({note})"

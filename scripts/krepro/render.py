@@ -49,15 +49,16 @@ def cell(rec):
     if d == "FAIL":
         s = f"FAIL {rec['fails']}/{rec['trials'] or n}"
         if rec["role"] == "bug" and rec["rate"]:
-            s += f" (rate ≥ {stats.pct(rec['rate']['low'])})"
+            s += f" ({stats.rate_bound(rec['rate']['low'])})"
         return s
     if d == "PASS":
         s = f"PASS {c.get('PASS', 0)}/{n}"
         if rec["role"] == "bug" and rec["rate"] and rec["rate"]["low"] > 0:
             m = stats.miss(rec["rate"]["low"], c.get("PASS", 0))
-            return s + f" (not shown where its rate ≥ {stats.pct(rec['rate']['low'])} would have: miss ≤ {stats.pct_up(m)})"
+            return s + (f" (not shown where its {stats.rate_bound(rec['rate']['low'])} would have: "
+                        f"{stats.miss_bound(m)})")
         if rec["miss"] is not None:
-            return s + f" (miss ≤ {stats.pct_up(rec['miss'])})"
+            return s + f" ({stats.miss_bound(rec['miss'])})"
         return s + " (miss unknown: no FAIL rate)"
     if d == "OTHER":
         return f"OTHER {c.get('OTHER', 0)}/{n}"
@@ -292,7 +293,7 @@ def render_record(results, rec, any_report, quiet):
         by_row.setdefault((r["repro"], r["kernel"]), []).append(r)
     mode = rec["mode"]
     how = (f"fixed {mode['repeat']} runs a row" if mode["kind"] == "fixed" else
-           f"sequential: target miss ≤ {stats.pct_up(mode['miss'])}, at most {mode['cap']} runs a row")
+           f"sequential: target {stats.miss_bound(mode['miss'])}, at most {mode['cap']} runs a row")
     md = ["# krepro results", ""]
     partial = rec.get("interrupted") or not rec.get("finished")
     if partial:

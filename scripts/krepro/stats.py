@@ -57,6 +57,17 @@ def pct_up(x):
     return f"{math.ceil(x * 100 - 1e-9):.0f}%"
 
 
+def rate_bound(p_low):
+    """A rate's lower bound as a cell states it, with its confidence."""
+    return f"rate ≥ {pct(p_low)} at {pct(CONFIDENCE)}"
+
+
+def miss_bound(m):
+    """A miss bound as a cell states it: computed from the rate's lower
+    bound, so it holds at that bound's confidence, not outright."""
+    return f"miss ≤ {pct_up(m)} at {pct(CONFIDENCE)}"
+
+
 class Row:
     """One reproducer on one kernel, decided by sequential runs.
 
