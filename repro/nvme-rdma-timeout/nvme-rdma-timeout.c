@@ -77,23 +77,34 @@ static const struct krepro_case cases[] = {
 
 /*
  * The bug's kernel reports (README, "What a FAIL looks like", and the runs
- * under Measured): the timeout handler completing a request whose memory
- * teardown freed; a request started twice (WARN_ON_ONCE in
- * blk_mq_start_request); and the null-pointer dereference that follows that
- * double start. The stalled read is the reproducer's own evidence.
+ * under Measured), each with a function of nvme-rdma in the crashing task's
+ * call trace: the timeout handler completing a request whose memory
+ * teardown freed (nvme_rdma_complete_rq from nvme_rdma_timeout); a request
+ * started twice (WARN_ON_ONCE in blk_mq_start_request, which 6.1 reaches
+ * from nvme_rdma_queue_rq). The null-pointer dereference in
+ * blk_mq_dispatch_rq_list that followed that WARNING is not declared: it
+ * names no nvme function, came only after the WARNING, which already makes
+ * the run FAIL, and alone it would be OTHER, as the refcount_t reports
+ * after it are. The stalled read is the reproducer's own evidence.
  */
 static const struct krepro_signature signatures[] = {
-	{ "KASAN", "^KASAN: use-after-free in nvme_rdma_complete_rq$", NULL, "CONFIG_KASAN" },
+	{ "KASAN", "^KASAN: use-after-free in nvme_rdma_complete_rq$", "nvme_rdma_.*", "CONFIG_KASAN" },
 	/* WARN_ON_ONCE: on every kernel. */
-	{ "WARNING", "^WARNING in blk_mq_start_request$", NULL, NULL },
-	{ "KASAN", "^KASAN: null-ptr-deref in blk_mq_dispatch_rq_list$", NULL, "CONFIG_KASAN" },
+	{ "WARNING", "^WARNING in blk_mq_start_request$", "nvme_rdma_.*", NULL },
 	/*
 	 * CONFIG_DEBUG_LIST (nvme-timeout.config): the request requeued twice
-	 * sits on two of blk-mq's request lists, caught when the requeue work
-	 * or a dispatch next moves it (README, "Measured"); or in nvme code.
+	 * sits on two of blk-mq's request lists; caught in nvme code, the
+	 * transport's or the core's teardown cancelling requests.
 	 */
 	{ "LIST", "^list_(add|del) (corruption|double add)",
-	  "blk_mq_(dispatch_rq_list|requeue_work|request_bypass_insert|add_to_requeue_list)|nvme_rdma_.*",
+	  "nvme_rdma_.*|nvme_cancel_(request|tagset|admin_tagset)", "CONFIG_DEBUG_LIST" },
+	/*
+	 * Names no nvme frame, by nature: the same damage found later by blk-mq,
+	 * when the requeue work or a dispatch from kblockd next moves the
+	 * request (nvme-tcp-timeout's README, "With list debugging"; README,
+	 * "Measured"). No function of the transport is on that stack.
+	 */
+	{ "LIST", "^list_(add|del) (corruption|double add)", "blk_mq_(dispatch_rq_list|requeue_work)",
 	  "CONFIG_DEBUG_LIST" },
 	{ NULL },
 };
