@@ -75,11 +75,19 @@ static const struct krepro_signature signatures[] = {
 	{ "BUG", "^kernel BUG at block/blk-mq\\.c:[0-9]+$", "nvme_tcp_timeout", NULL },
 	/*
 	 * CONFIG_DEBUG_LIST (nvme-timeout.config): the request requeued twice
-	 * sits on two of blk-mq's request lists, caught when the requeue work
-	 * or a dispatch next moves it (README, "Measured"); or in nvme code.
+	 * sits on two of blk-mq's request lists; caught in nvme code, the
+	 * transport's or the core's teardown cancelling requests.
 	 */
 	{ "LIST", "^list_(add|del) (corruption|double add)",
-	  "blk_mq_(dispatch_rq_list|requeue_work|request_bypass_insert|add_to_requeue_list)|nvme_tcp_.*",
+	  "nvme_tcp_.*|nvme_cancel_(request|tagset|admin_tagset)", "CONFIG_DEBUG_LIST" },
+	/*
+	 * Names no nvme frame, by nature: the same damage found later by blk-mq,
+	 * when the requeue work or a dispatch from kblockd next moves the
+	 * request (README, "With list debugging": list_del in
+	 * blk_mq_dispatch_rq_list, list_add from blk_mq_requeue_work). No
+	 * function of the transport is on that stack.
+	 */
+	{ "LIST", "^list_(add|del) (corruption|double add)", "blk_mq_(dispatch_rq_list|requeue_work)",
 	  "CONFIG_DEBUG_LIST" },
 	{ NULL },
 };
