@@ -2,8 +2,11 @@
 """Distribution kernels with their modules (scripts/krepro/distro.py), on a
 fake package and a fake kernel tree: finding the image and its modules in a
 .deb, an unpacked package or beside a vmlinuz; the options -> modules map
-from the tree's Makefiles; the modules.dep closure, in load order; the
-overlay the guest image gets. Boots nothing."""
+from the tree's Makefiles, with the options they imply (nf_tables and
+nfnetlink for nftables); the modules.dep closure and the soft dependencies
+(modules.softdep, the algorithms a module asks for), in load order; what the
+guest's init is told to load, SKIP or try; the overlay the guest image gets.
+Boots nothing."""
 import lzma
 import os
 import shutil
@@ -39,6 +42,9 @@ class Distro(unittest.TestCase):
               "obj-$(CONFIG_VIRTIO) += virtio.o virtio_ring.o\nobj-$(CONFIG_VIRTIO_PCI) += virtio_pci.o\n")
         write(os.path.join(self.tree, "drivers/char/Makefile"), "obj-$(CONFIG_VIRTIO_CONSOLE) += virtio_console.o\n")
         write(os.path.join(self.tree, "Documentation/Makefile"), "obj-$(CONFIG_XFS_FS) += nonsense.o\n")
+        write(os.path.join(self.tree, "net/netfilter/Makefile"),
+              "nf_tables-objs := nf_tables_core.o\nobj-$(CONFIG_NETFILTER_NETLINK) += nfnetlink.o\n"
+              "obj-$(CONFIG_NF_TABLES) += nf_tables.o\nobj-$(CONFIG_NFT_FIB) += nft_fib.o\n")
         # The package: image, config, modules (not ELF: modules.dep given).
         self.root = os.path.join(self.tmp, "pkg")
         os.makedirs(os.path.join(self.root, "boot"))
@@ -46,12 +52,15 @@ class Distro(unittest.TestCase):
             f.write(b"\0" * 514 + b"HdrS" + b"\0" * 64)
         write(os.path.join(self.root, "boot", f"config-{REL}"),
               "CONFIG_XFS_FS=m\nCONFIG_BLK_DEV_LOOP=y\nCONFIG_VIRTIO_PCI=m\nCONFIG_VIRTIO_CONSOLE=m\n"
-              "CONFIG_VIRTIO=m\nCONFIG_LIBCRC32C=m\n# CONFIG_CAN is not set\n")
+              "CONFIG_VIRTIO=m\nCONFIG_LIBCRC32C=m\n# CONFIG_CAN is not set\nCONFIG_CRYPTO_CRC32C=m\n"
+              "CONFIG_NETFILTER_NETLINK=m\nCONFIG_NF_TABLES=m\nCONFIG_NF_TABLES_IPV4=y\nCONFIG_NFT_FIB=m\n")
         mods = os.path.join(self.root, "lib", "modules", REL)
         for m in ("fs/xfs/xfs.ko.xz", "fs/xfs/xfs_other.ko.xz", "lib/libcrc32c.ko.xz",
                   "drivers/virtio/virtio.ko.xz", "drivers/virtio/virtio_ring.ko.xz",
                   "drivers/virtio/virtio_pci.ko.xz", "drivers/char/virtio_console.ko.xz",
-                  "drivers/gpu/big.ko.xz"):
+                  "drivers/gpu/big.ko.xz", "crypto/crc32c_generic.ko.xz", "arch/x86/crypto/crc32c-intel.ko.xz",
+                  "net/netfilter/nfnetlink.ko.xz", "net/netfilter/nf_tables.ko.xz",
+                  "net/netfilter/nft_fib.ko.xz"):
             write(os.path.join(mods, "kernel", m), m)
         write(os.path.join(mods, "modules.dep"), "\n".join([
             "kernel/fs/xfs/xfs.ko.xz: kernel/lib/libcrc32c.ko.xz",
@@ -63,11 +72,21 @@ class Distro(unittest.TestCase):
             "kernel/drivers/virtio/virtio.ko.xz",
             "kernel/drivers/char/virtio_console.ko.xz: kernel/drivers/virtio/virtio_ring.ko.xz "
             "kernel/drivers/virtio/virtio.ko.xz",
-            "kernel/drivers/gpu/big.ko.xz:", ""]))
-        write(os.path.join(mods, "modules.alias"), "alias fs-xfs xfs\n")
+            "kernel/drivers/gpu/big.ko.xz:",
+            "kernel/crypto/crc32c_generic.ko.xz:",
+            "kernel/arch/x86/crypto/crc32c-intel.ko.xz:",
+            "kernel/net/netfilter/nfnetlink.ko.xz:",
+            "kernel/net/netfilter/nf_tables.ko.xz: kernel/net/netfilter/nfnetlink.ko.xz kernel/lib/libcrc32c.ko.xz",
+            "kernel/net/netfilter/nft_fib.ko.xz: kernel/net/netfilter/nf_tables.ko.xz", ""]))
+        # crc32c by two modules' aliases, as the crypto API names algorithms.
+        write(os.path.join(mods, "modules.alias"),
+              "alias fs-xfs xfs\nalias crypto-crc32c crc32c_intel\nalias crc32c crc32c_intel\n"
+              "alias crypto-crc32c crc32c_generic\nalias crc32c crc32c_generic\n"
+              "alias net-pf-16-proto-12 nfnetlink\nalias pci:v00001AF4d*sv*sd*bc*sc*i* virtio_pci\n")
         self.metas = {
             "xfs-thing": {"name": "xfs-thing", "kconfig": ["CONFIG_XFS_FS", "CONFIG_BLK_DEV_LOOP"], "disk_mib": 0},
             "can-thing": {"name": "can-thing", "kconfig": ["CONFIG_CAN"], "disk_mib": 0},
+            "nft-thing": {"name": "nft-thing", "kconfig": ["CONFIG_NF_TABLES_IPV4"], "disk_mib": 0},
         }
 
     def tearDown(self):
@@ -119,20 +138,92 @@ class Distro(unittest.TestCase):
         # virtio first (the KTAP channel), each module after what it needs;
         # loop is built in, CAN absent (the harness says SKIP in the guest).
         self.assertEqual(p.names("xfs-thing"),
-                         ["virtio_ring", "virtio", "virtio_pci", "virtio_console", "libcrc32c", "xfs"])
+                         ["virtio_ring", "virtio", "virtio_pci", "virtio_console",
+                          "crc32c_intel", "crc32c_generic", "libcrc32c", "xfs"])
         self.assertEqual(p.names("can-thing"), ["virtio_ring", "virtio", "virtio_pci", "virtio_console"])
         self.assertEqual(p.missing["xfs-thing"], [])
         # The directories' other modules come along (on-demand loading), no others.
         self.assertIn("kernel/fs/xfs/xfs_other.ko.xz", p.files)
         self.assertNotIn("kernel/drivers/gpu/big.ko.xz", p.files)
 
-    def test_a_module_the_package_lacks_is_named(self):
+    def drop_xfs(self):
         os.remove(os.path.join(self.root, "lib", "modules", REL, "kernel", "fs", "xfs", "xfs.ko.xz"))
         with open(os.path.join(self.root, "lib", "modules", REL, "modules.dep")) as f:
             dep = f.read().replace("kernel/fs/xfs/xfs.ko.xz: kernel/lib/libcrc32c.ko.xz\n", "")
         write(os.path.join(self.root, "lib", "modules", REL, "modules.dep"), dep)
-        self.assertEqual(self.plan().missing["xfs-thing"],
-                         ["CONFIG_XFS_FS=m, but no module of it found among the package's"])
+
+    def test_a_module_the_package_lacks_is_named(self):
+        self.drop_xfs()
+        self.assertEqual(self.plan().missing["xfs-thing"], ["CONFIG_XFS_FS=m, but the package has no fs/xfs/xfs.ko"])
+
+    def softdep(self, text):
+        write(os.path.join(self.root, "lib", "modules", REL, "modules.softdep"), text)
+
+    def test_softdeps_parsed_as_modprobe_reads_them(self):
+        self.softdep("# Soft dependencies extracted from modules themselves.\n"
+                     "softdep libcrc32c pre: crc32c\n"
+                     "softdep ipmi_msghandler post: ipmi_devintf\n"
+                     "softdep cifs gcm\n"                     # no pre:/post: ignored, as by kmod
+                     "softdep crc-t10dif pre: crct10dif post: a b\n"
+                     "softdep ksmbd pre: crc32\nsoftdep ksmbd pre: gcm\n"   # lines add up
+                     "softdep\n")
+        soft = distro.read_softdeps(os.path.join(self.root, "lib", "modules", REL))
+        self.assertEqual(soft, {"libcrc32c": (["crc32c"], []), "ipmi_msghandler": ([], ["ipmi_devintf"]),
+                                "cifs": ([], []), "crc_t10dif": (["crct10dif"], ["a", "b"]),
+                                "ksmbd": (["crc32", "gcm"], [])})
+        # No file (a package whose depmod wrote none): no soft dependencies.
+        self.assertEqual(distro.read_softdeps(self.tmp), {})
+
+    def test_soft_dependencies_load_first_by_alias_and_may_fail(self):
+        # modules.softdep names crc32c (an alias of two modules); loop's post:
+        # names a module the package lacks, xfs' pre: a module (nfnetlink).
+        self.softdep("softdep libcrc32c pre: crc32c\nsoftdep xfs pre: nfnetlink post: nosuch crc32c-intel\n")
+        p = self.plan()
+        # As modprobe orders them: a module's pre: dependencies, its
+        # modules.dep ones, itself, its post: ones.
+        self.assertEqual(p.modules_file("xfs-thing").splitlines()[4:], [
+            "try nfnetlink xfs", "try crc32c_intel xfs", "try crc32c_generic xfs",
+            "need libcrc32c xfs", "need xfs xfs"])
+        # An algorithm module comes alone, not with its directory.
+        self.assertIn("kernel/crypto/crc32c_generic.ko.xz", p.files)
+        self.assertNotIn("kernel/drivers/gpu/big.ko.xz", p.files)
+
+    def test_known_requests_without_a_softdep_file(self):
+        # An older depmod writes no modules.softdep: libcrc32c still gets the
+        # crc32c its init asks the crypto API for, before it.
+        names = self.plan().names("xfs-thing")
+        self.assertLess(names.index("crc32c_generic"), names.index("libcrc32c"))
+        self.assertLess(names.index("crc32c_intel"), names.index("libcrc32c"))
+
+    def test_a_built_in_algorithm_is_nothing_to_load(self):
+        # The cloud kernel builds crc32c in: no module has its alias.
+        mods = os.path.join(self.root, "lib", "modules", REL)
+        write(os.path.join(mods, "modules.alias"), "alias fs-xfs xfs\n")
+        self.softdep("softdep libcrc32c pre: crc32c\n")
+        self.assertEqual(self.plan().names("xfs-thing")[4:], ["libcrc32c", "xfs"])
+
+    def test_nftables_gets_nfnetlink_and_nf_tables(self):
+        # CONFIG_NF_TABLES_IPV4 is a bool inside nf_tables, no Makefile line of
+        # its own: nfnetlink (for the NETLINK_NETFILTER socket) and nf_tables
+        # are loaded all the same, nfnetlink first; nft_* come along.
+        p = distro.Plan("x86_64", REL, self.root, self.tree, self.metas, ["nft-thing"])
+        self.assertEqual(p.names("nft-thing")[4:],
+                         ["nfnetlink", "crc32c_intel", "crc32c_generic", "libcrc32c", "nf_tables"])
+        self.assertEqual(p.missing["nft-thing"], [])
+        self.assertIn("kernel/net/netfilter/nft_fib.ko.xz", p.files)
+        self.assertEqual(distro.implied(["CONFIG_NFT_FIB", "CONFIG_NF_TABLES", "CONFIG_VETH"]),
+                         ["CONFIG_NFT_FIB", "CONFIG_NETFILTER_NETLINK", "CONFIG_NF_TABLES", "CONFIG_VETH"])
+
+    def test_init_is_told_what_to_load_and_what_is_missing(self):
+        self.drop_xfs()
+        p = self.plan()
+        lines = p.modules_file("xfs-thing").splitlines()
+        # Needed modules in order, tries for the algorithm; the SKIP comes
+        # last, once the virtio console (the KTAP channel) is loaded.
+        self.assertEqual(lines[:4], ["need virtio_ring virtio_pci", "need virtio virtio_pci",
+                                     "need virtio_pci virtio_pci", "need virtio_console virtio_console"])
+        self.assertEqual(lines[-1], "skip CONFIG_XFS_FS=m, but the package has no fs/xfs/xfs.ko")
+        self.assertEqual(p.modules_file("can-thing").count("\n"), 4)
 
     def test_overlay_appended_to_the_guest_image(self):
         base = os.path.join(self.tmp, "initramfs.cpio")

@@ -4,13 +4,21 @@ guest image that carries the modules each reproducer needs.
 
 Which modules: the kernel tree's own Makefiles say which object a CONFIG_
 option builds (`obj-$(CONFIG_XFS_FS) += xfs.o`); the options a reproducer
-declares that the distribution builds as modules (=m in its config-<release>)
-are loaded with modprobe before it starts (kmod's on a native guest;
-on a foreign one, busybox's, with the modules decompressed here), their modules.dep closure
-with them. The modules beside those (the same directory: nf_tables' nft_*,
-can's protocols) are in the image too, for the kernel to load on demand.
-The config itself goes in as /boot/config-<release>, where the harness reads
-it when the kernel has no /proc/config.gz.
+declares (with those they imply: nf_tables and nfnetlink for nftables'
+families, IMPLIED) that the distribution builds as modules (=m in its
+config-<release>) are loaded before it starts, each after what it needs:
+their modules.dep closure, and their soft dependencies, which modprobe
+follows only when it finds them and busybox's not at all: modules.softdep's
+pre: and post: names (libcrc32c's crc32c) and the algorithms a module asks
+for by name (REQUESTS), resolved through modules.alias. The guest's init
+loads them one by one with modprobe (kmod's on a native guest; on a foreign
+one, busybox's, with the modules decompressed here) and names the one that
+failed, with the kernel's words, as the reproducer's BROKEN; an =m option
+whose module the package lacks is its SKIP. The modules beside those (the
+same directory: nf_tables' nft_*, can's protocols) are in the image too, for
+the kernel to load on demand. The config itself goes in as
+/boot/config-<release>, where the harness reads it when the kernel has no
+/proc/config.gz.
 """
 import glob
 import gzip
@@ -165,8 +173,125 @@ def ensure_depmod(root, release):
     return moddir
 
 
+def mod_name(f):
+    """A module file's name as the kernel and modprobe know it."""
+    return os.path.basename(MODULE_EXT.sub("", f)).replace("-", "_")
+
+
+def read_softdeps(moddir):
+    """modules.softdep (depmod writes it from the modules' MODULE_SOFTDEP):
+    {module: (pre names, post names)}; a name is a module's or an alias.
+    A word before any pre: or post: is ignored, as modprobe ignores it."""
+    out = {}
+    path = os.path.join(moddir, "modules.softdep")
+    if not os.path.isfile(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            words = line.split()
+            if len(words) < 3 or words[0] != "softdep":
+                continue
+            pre, post = out.setdefault(words[1].replace("-", "_"), ([], []))
+            into = None
+            for w in words[2:]:
+                if w in ("pre:", "post:"):
+                    into = pre if w == "pre:" else post
+                elif into is not None and w not in into:
+                    into.append(w)
+    return out
+
+
+def read_aliases(moddir):
+    """modules.alias as {alias: [module names]} (exact aliases only)."""
+    out = {}
+    path = os.path.join(moddir, "modules.alias")
+    if os.path.isfile(path):
+        with open(path, errors="replace") as f:
+            for line in f:
+                words = line.split()
+                if len(words) == 3 and words[0] == "alias" and not any(c in words[1] for c in "*?["):
+                    out.setdefault(words[1], []).append(words[2])
+    return out
+
+
+# What a module asks for by name when it loads or first works, with no
+# modules.dep or modules.softdep line to say so: crypto algorithms (the
+# crypto API requests "crypto-<name>"), read from kernel 6.1's sources.
+# libcrc32c's init fails without crc32c ("could not insert 'libcrc32c'").
+REQUESTS = {
+    "libcrc32c": ["crc32c"],    # lib/libcrc32c.c, at load
+    "rdma_rxe": ["crc32"],      # rxe_icrc_init(), when a link is added
+    "nvme_tcp": ["crc32c"],     # header and data digests
+    "nvmet_tcp": ["crc32c"],
+    "crc_t10dif": ["crct10dif"],
+}
+# Options that are code inside a module no Makefile line of theirs names:
+# nf_tables' families are bools in nf_tables, which needs nfnetlink (a
+# NETLINK_NETFILTER socket is "Protocol not supported" without it).
+IMPLIED = ((re.compile(r"^CONFIG_(NF_TABLES|NFT)_"), ["CONFIG_NETFILTER_NETLINK", "CONFIG_NF_TABLES"]),)
+
+
+def implied(opts):
+    """opts with the options they imply (IMPLIED) after each, once each."""
+    out = []
+    for opt in opts:
+        out.append(opt)
+        for rx, more in IMPLIED:
+            if rx.match(opt):
+                out += more
+    return list(dict.fromkeys(out))
+
+
+class Modules:
+    """A package's modules: files by name, modules.dep, soft dependencies
+    (modules.softdep and REQUESTS), aliases."""
+
+    def __init__(self, moddir):
+        self.files, self.deps = module_index(moddir)
+        self.byname = {mod_name(f): f for f in self.deps}
+        self.soft = read_softdeps(moddir)
+        for m, names in REQUESTS.items():
+            pre, _ = self.soft.setdefault(m, ([], []))
+            pre += [n for n in names if n not in pre]
+        self.aliases = read_aliases(moddir)
+
+    def lookup(self, name):
+        """The files a soft dependency's name loads: the module of that name,
+        or every module of the alias (crc32c: crc32c_generic, crc32c_intel);
+        none when it is built in or the package lacks it."""
+        n = name.replace("-", "_")
+        if n in self.byname:
+            return [self.byname[n]]
+        names = [m.replace("-", "_") for a in (name, "crypto-" + name) for m in self.aliases.get(a, [])]
+        return [self.byname[m] for m in dict.fromkeys(names) if m in self.byname]
+
+    def order(self, tops):
+        """[(file, required, top)]: tops and their modules.dep closure
+        (required), with the soft dependencies of each (not required: modprobe
+        too goes on without one), each after what it needs, a soft pre:
+        dependency before its module and a post: one after; top is the first
+        of tops that needs the file."""
+        required = set(closure(tops, self.deps))
+        out, seen = [], set()
+
+        def visit(f, top):
+            if f in seen:
+                return
+            seen.add(f)
+            pre, post = self.soft.get(mod_name(f), ([], []))
+            for d in [x for n in pre for x in self.lookup(n)] + self.deps.get(f, []):
+                visit(d, top)
+            out.append((f, f in required, top))
+            for d in [x for n in post for x in self.lookup(n)]:
+                visit(d, top)
+        for t in tops:
+            visit(t, t)
+        return out
+
+
 class Plan:
-    """Per reproducer: the modules to load and why a reproducer cannot run."""
+    """Per reproducer: the modules to load, in order, and why a reproducer
+    cannot run (an =m option whose module the package lacks)."""
 
     def __init__(self, arch, release, root, tree, metas, repros):
         self.release, self.root = release, root
@@ -175,32 +300,48 @@ class Plan:
         self.config_path = cfg_path if os.path.isfile(cfg_path) else None
         cfg = read_config(cfg_path) if self.config_path else {}
         objs = option_objects(tree)
-        files, deps = module_index(self.moddir)
-        self.load, self.missing = {}, {}
-        wanted = set()
+        mods = Modules(self.moddir)
+        self.load, self.missing, self.entries = {}, {}, {}
+        required, wanted = set(), set()
         for r in repros:
             m = metas[r]
-            opts = list(dict.fromkeys(GUEST[arch] + (DISK if int(m.get("disk_mib") or 0) else []) +
-                                      [k.split("=")[0] for k in m.get("kconfig", [])]))
-            mods, missing = [], []
+            opts = implied(GUEST[arch] + (DISK if int(m.get("disk_mib") or 0) else []) +
+                           [k.split("=")[0] for k in m.get("kconfig", [])])
+            tops, missing = [], []
             for opt in opts:
                 if cfg.get(opt) != "m":
                     continue  # built in, or absent (the harness then says SKIP)
-                found = [files[o] for o in objs.get(opt, []) if o in files]
+                found = [mods.files[o] for o in objs.get(opt, []) if o in mods.files]
                 if not found:
-                    missing.append(f"{opt}=m, but no module of it found among the package's")
-                mods += found
-            self.load[r] = [m for m in closure(mods, deps)]
+                    kos = " or ".join(o + ".ko" for o in objs.get(opt, []))
+                    missing.append(f"{opt}=m, but the package has no {kos}" if kos
+                                   else f"{opt}=m, but no Makefile of the tree builds it")
+                tops += [f for f in found if f not in tops]
+            self.entries[r] = mods.order(tops)
+            self.load[r] = [f for f, _, _ in self.entries[r]]
             self.missing[r] = missing
+            required.update(f for f, req, _ in self.entries[r] if req)
             wanted.update(self.load[r])
-        # The directories' other modules, for the kernel to load on demand
-        # (nft expressions, can protocols), with what they need.
-        dirs = {os.path.dirname(m) for m in wanted}
-        extra = [f for f in deps if os.path.dirname(f) in dirs]
-        self.files = closure(sorted(wanted) + sorted(extra), deps)
+        # The required modules' directories' other modules, for the kernel
+        # to load on demand (nft expressions, can protocols), with what they need.
+        dirs = {os.path.dirname(m) for m in required}
+        extra = [f for f in mods.deps if os.path.dirname(f) in dirs]
+        self.files = closure(sorted(wanted) + sorted(extra), mods.deps)
 
     def names(self, repro):
-        return [os.path.basename(MODULE_EXT.sub("", f)) for f in self.load[repro]]
+        return [mod_name(f) for f in self.load[repro]]
+
+    def modules_file(self, repro):
+        """What the guest's init reads (guest-image/init, load_modules), a
+        line each: "need|try MODULE TOP" in load order, need for what TOP
+        cannot load without (its failure is the reproducer's BROKEN), try for
+        a soft dependency (its failure is logged); then "skip WHY" for a
+        module the package lacks (the reproducer SKIPs), after the virtio
+        console its KTAP line goes to."""
+        lines = [f"{'need' if req else 'try'} {mod_name(f)} {mod_name(top)}"
+                 for f, req, top in self.entries[repro]]
+        lines += [f"skip {why}" for why in self.missing[repro]]
+        return "".join(line + "\n" for line in lines)
 
 
 def native(arch):
@@ -238,7 +379,7 @@ def guest_image(plan, base_initrd, arch):
     unpacks concatenated cpio archives in order). Cached by content."""
     h = hashlib.sha256()
     for part in (base_initrd, plan.release, *plan.files,
-                 *[f"{r}={' '.join(v)}" for r, v in sorted(plan.load.items())]):
+                 *[f"{r}={plan.modules_file(r)}" for r in sorted(plan.load)]):
         h.update(part.encode() if isinstance(part, str) else part)
     with open(base_initrd, "rb") as f:
         h.update(hashlib.sha256(f.read()).digest())
@@ -260,7 +401,7 @@ def guest_image(plan, base_initrd, arch):
     os.makedirs(os.path.join(stage, "etc", "krepro", "modules"))
     for r in plan.load:
         with open(os.path.join(stage, "etc", "krepro", "modules", r), "w") as f:
-            f.write("".join(n + "\n" for n in plan.names(r)))
+            f.write(plan.modules_file(r))
     if plan.config_path:
         os.makedirs(os.path.join(stage, "boot"))
         shutil.copy(plan.config_path, os.path.join(stage, "boot", f"config-{plan.release}"))
