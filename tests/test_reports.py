@@ -3,6 +3,7 @@
 declared signatures; crash grouping; the gate's comparison from a run.json."""
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -10,7 +11,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-from krepro import render, reports  # noqa: E402
+from krepro import paths, render, reports  # noqa: E402
 from krepro.reports import decide  # noqa: E402
 
 
@@ -189,6 +190,121 @@ class TraceFrames(unittest.TestCase):
                "BUG: kernel NULL pointer dereference, address: 0000000000000000\n"
                "RIP: 0010:b_fn+0x1/0x2\nCall Trace:\n c_fn+0x1/0x2\n")
         self.assertEqual(trace_frames(log), ["a_fn"])
+
+
+# Golden console logs of each reproducer's own bug, for its declared
+# signatures. A name given as (log, other) is the log of reproducer `other`
+# with the names swapped: the same blk-mq report on the other transport.
+BUG_LOGS = {
+    "arm-kprobe-fortify": ("fortify-arm.log",),
+    "can-j1939-echo": ("refcount-warning.log",),
+    "nvme-rdma-timeout": ("nvme-rdma-kasan-uaf.log", "nvme-rdma-start-twice.log",
+                          ("nvme-list-del-dispatch.log", "nvme-tcp-timeout")),
+    "nvme-tcp-timeout": ("nvme-tcp-requeue-bug.log", "nvme-list-del-dispatch.log"),
+    "tcmu-uio-rmdir": ("real-tcmu-uio-rmdir-unpatched.log", "kasan-uaf.log"),
+}
+STAMP = re.compile(r"^\[\s*[0-9]+\.[0-9]+\] ?")
+
+
+def built_signatures(repro):
+    """The signatures build/repro/<id>.json declares, or why they cannot be
+    read: the build is missing, or older than the reproducer's source."""
+    path = os.path.join(paths.build(), "repro", repro + ".json")
+    src = os.path.join(HERE, "..", "repro", repro, repro + ".c")
+    if not os.path.exists(path):
+        return None, f"no {path} (make build)"
+    if os.path.getmtime(path) < os.path.getmtime(src):
+        return None, f"{path} is older than {src} (make build)"
+    with open(path) as f:
+        return json.load(f).get("signatures") or [], None
+
+
+def bug_log(entry, repro):
+    name, other = (entry, repro) if isinstance(entry, str) else entry
+    return name, golden(name).replace(other, repro)
+
+
+def trace_end(lines, opened, patterns):
+    """Where the trace that opens at line `opened` ends (TraceReader's rule)."""
+    for i in range(opened + 1, len(lines)):
+        line = STAMP.sub("", lines[i])
+        if not line.strip() or reports.TRACE_CLOSE.match(line) or reports.classify_line(line, patterns):
+            return i
+    return len(lines)
+
+
+def look_alikes(text, names):
+    """Copies of a bug's console log in which no function of `names` (what a
+    signature's frame matched in the bug's crash) is a reliable frame of the
+    crashing task's trace: renamed wherever a line that is no report header
+    names it, then one named again only as an unreliable frame (x86 "? f",
+    ARM's "LR is at f"), only in a KASAN "Freed by task" stack, or only in
+    a lockdep held-lock list, both where the trace ends."""
+    patterns = reports.load_patterns()
+    named = re.compile(r"(?<![A-Za-z0-9_.])(" + "|".join(map(re.escape, names)) + r")(?=\+0x| from |\))")
+    lines = [l if reports.classify_line(STAMP.sub("", l), patterns) else named.sub("krepro_other_fn", l)
+             for l in text.splitlines()]
+    bare = [STAMP.sub("", l) for l in lines]
+    pc = next((i for i, l in enumerate(bare) if l.startswith("PC is at ")), None)
+    opened = next((i for i, l in enumerate(bare) if reports.TRACE_OPEN.match(l)), None)
+    if pc is not None:
+        unreliable = (pc + 1, [f"LR is at {names[0]}+0x10/0x20"])
+    else:
+        at = opened + 1 + (bare[opened + 1].strip() in ("<TASK>", "<IRQ>"))
+        unreliable = (at, [f" ? {names[0]}+0x10/0x20"])
+    end = trace_end(lines, opened, patterns) if opened is not None else len(lines)
+    freed = (end, ["Freed by task 1:", " kasan_save_stack+0x2f/0x50", f" {names[0]}+0x10/0x20"])
+    held = (end, ["1 lock held by kworker/0:1/9:",
+                  f" #0: ffff888004a2c868 (&q->lock){{+.+.}}-{{3:3}}, at: {names[0]}+0x10/0x20"])
+    out = {}
+    for variant, (at, new) in (("unreliable", unreliable), ("freed", freed), ("held", held)):
+        stamp = STAMP.match(lines[at - 1])
+        out[variant] = "\n".join(lines[:at] + [(stamp.group(0) if stamp else "") + n for n in new]
+                                 + lines[at:]) + "\n"
+    return out
+
+
+class DeclaredSignatures(unittest.TestCase):
+    """Each reproducer's real signatures (its built metadata) against golden
+    logs: FAIL on a log of its bug, OTHER on look-alikes that keep the
+    report's kind and title but name the bug's code only where it is not
+    the crashing task's trace."""
+
+    def repros(self):
+        found = []
+        for repro in sorted(os.listdir(os.path.join(HERE, "..", "repro"))):
+            if not os.path.exists(os.path.join(HERE, "..", "repro", repro, repro + ".c")):
+                continue
+            sigs, why = built_signatures(repro)
+            if why:
+                print(f"skipped {repro}: {why}", file=sys.stderr)
+            elif [s for s in sigs if s.get("kind") != "HANG"]:
+                found.append((repro, sigs))
+        return found
+
+    def test_every_report_signature_names_a_frame_and_has_a_bug_log(self):
+        for repro, sigs in self.repros():
+            with self.subTest(repro=repro):
+                self.assertIn(repro, BUG_LOGS, "a reproducer with report signatures needs a golden log of its bug")
+                for s in sigs:
+                    if s.get("kind") != "HANG":
+                        self.assertTrue(s.get("frame"), f"{s} names no frame")
+
+    def test_bug_logs_fail_and_look_alikes_are_other(self):
+        for repro, sigs in self.repros():
+            meta_ = {"name": repro, "cases": [], "signatures": sigs}
+            for entry in BUG_LOGS.get(repro, ()):
+                name, text = bug_log(entry, repro)
+                with self.subTest(repro=repro, log=name):
+                    res = decide(text, meta_)
+                    self.assertEqual(res["outcome"], "FAIL", res["evidence"])
+                    crash = next(r for r in res["reports"] if r.get("bug"))
+                    for sig in (s for s in sigs if reports.signature_matches(crash, s)):
+                        names = [f for f in crash["trace_frames"] if re.fullmatch(sig["frame"], f)]
+                        for variant, fake in look_alikes(text, names).items():
+                            other = decide(fake, meta_)
+                            self.assertEqual(other["outcome"], "OTHER", f"{sig['frame']} {variant}")
+                            self.assertIn(crash["headers"], [r["headers"] for r in other["reports"]])
 
 
 class Gate(unittest.TestCase):
