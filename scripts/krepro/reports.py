@@ -325,7 +325,10 @@ def signature_matches(report, sig):
     """A crash is the bug when one of its headers has the signature's kind and
     title, and (if the signature names one) a reliable frame of the crashing
     task's call trace matches: not a "? " frame, not a KASAN allocation or
-    free stack, not a lock lockdep lists as held, not another task's dump."""
+    free stack, not a lock lockdep lists as held, not another task's dump.
+    (No signature looks in the allocation or free stacks: every declared
+    bug's own function is in its crashing trace. A reproducer whose bug
+    shows only there would add a signature field saying so.)"""
     if sig.get("kind") in (None, "HANG"):
         return False
     if not any(k == sig["kind"] and (not sig.get("title") or re.search(sig["title"], t))
