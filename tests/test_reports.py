@@ -184,6 +184,35 @@ class TraceFrames(unittest.TestCase):
                "Call trace: \n fortify_panic from arch_unoptimize_kprobe+0x0/0x4\n"
                "Code: e34820b0 e3023400 e34830a7 e5911010 (e7922101)\n")
         self.assertEqual(trace_frames(log), ["fortify_panic", "arch_unoptimize_kprobe"])
+        # 6.1's ARM unwinder (krepro's ARM kernels) prints no heading: the
+        # Oops's stack dump, then the entries; a WARNING's dump_stack() has
+        # no registers either.
+        oops = ("kernel BUG at lib/string_helpers.c:1027!\n"
+                "Internal error: Oops - BUG: 0 [#1] SMP ARM\n"
+                "Modules linked in:\n"
+                "CPU: 0 PID: 77 Comm: arm-kprobe-fort Not tainted 6.1.192 #1\n"
+                "Hardware name: Generic DT based system\n"
+                "PC is at fortify_panic+0x14/0x18\nLR is at lr_fn+0x1/0x2\n"
+                "pc : [<c0a1b2c4>]    lr : [<c0a1b2c4>]    psr: 600f0013\n"
+                "Process arm-kprobe-fort (pid: 77, stack limit = 0x(ptrval))\n"
+                "Stack: (0xc1d3de58 to 0xc1d3e000)\n"
+                "de40:                                                       00000000 c1d3de70\n"
+                " fortify_panic from arch_unoptimize_kprobe+0x0/0x4\n"
+                "Code: e34820b0 e3023400 e34830a7 e5911010 (e7922101)\n"
+                "---[ end trace 0000000000000000 ]---\n")
+        self.assertEqual(trace_frames(oops), ["fortify_panic", "arch_unoptimize_kprobe"])
+        warn = ("WARNING: CPU: 0 PID: 1 at lib/x.c:1 warn_fn+0x1/0x2\n"
+                "Modules linked in:\n"
+                "CPU: 0 PID: 1 Comm: init Not tainted 6.1.192 #1\n"
+                "Hardware name: Generic DT based system\n"
+                " unwind_backtrace from show_stack+0x10/0x14\n"
+                " show_stack from dump_stack_lvl+0x40/0x4c\n"
+                " dump_stack_lvl from __warn+0x94/0xc0\n"
+                " __warn from warn_slowpath_fmt+0x80/0xbc\n"
+                " warn_slowpath_fmt from warn_fn+0x10/0x20\n"
+                " warn_fn from caller_fn+0x1/0x2\n"
+                "---[ end trace 0000000000000000 ]---\n")
+        self.assertEqual(trace_frames(warn)[-2:], ["warn_fn", "caller_fn"])
 
     def test_the_next_report_ends_the_trace(self):
         log = ("BUG: KASAN: use-after-free in a_fn+0x1/0x2\nCall Trace:\n a_fn+0x1/0x2\n"

@@ -214,6 +214,11 @@ TRACE_OPEN = re.compile(
     r"|^(Out-of-bounds|Use-after-free|Corrupted memory|Invalid) .*(kfence-#[0-9]+|0x[0-9a-f]+)\)?:$"
     r"|^(race at unknown origin, with )?(read|write)[a-z() -]* to 0x[0-9a-f]+ "
     r"of [0-9]+ bytes by .* on cpu [0-9]+:$")
+# 32-bit ARM with the ARM unwinder (krepro's ARM kernels, CONFIG_UNWINDER_ARM)
+# prints its trace with no heading: its first entry opens it, verbose
+# ("[<c0..>] (f) from [<c0..>] (g+0x..)") or not (" f from g+0x10/0x20").
+ARM_ENTRY = re.compile(r"^ *[A-Za-z_][A-Za-z0-9_.]* from [A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+/0x[0-9a-f]+$"
+                       r"|^\[<[0-9a-f]+>\] \([^)]*\) from \[<[0-9a-f]+>\] \(")
 CRASH_SITE = re.compile(r"^(RIP: [0-9a-f]{4}:|PC is at |pc : )")
 # The trace ends with the report (its end marker, KASAN's closing rule, the
 # panic, the next header) or where the report goes on to what is not the
@@ -241,6 +246,8 @@ class TraceReader:
         self.frames, self.state = [], "before"
 
     def feed(self, line, header):
+        if self.state == "before" and ARM_ENTRY.match(line):
+            self.state = "in"
         if self.state == "in" and (header or TRACE_CLOSE.match(line)):
             self.state = "after"
         elif self.state == "before" and TRACE_OPEN.match(line):
