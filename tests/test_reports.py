@@ -226,7 +226,7 @@ class TraceFrames(unittest.TestCase):
 # with the names swapped: the same blk-mq report on the other transport.
 BUG_LOGS = {
     "arm-kprobe-fortify": ("fortify-arm.log",),
-    "can-j1939-echo": ("refcount-warning.log",),
+    "can-j1939-echo": ("real-can-j1939-echo-unpatched.log", "refcount-warning.log"),
     "nvme-rdma-timeout": ("nvme-rdma-kasan-uaf.log", "nvme-rdma-start-twice.log",
                           ("nvme-list-del-dispatch.log", "nvme-tcp-timeout")),
     "nvme-tcp-timeout": ("nvme-tcp-requeue-bug.log", "nvme-list-del-dispatch.log"),
