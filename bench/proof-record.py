@@ -34,6 +34,11 @@ def compact(run, kernels, accel, date):
             "accel": run.get("accel") or accel, "date": date}
 
 
+def portable(argv):
+    """The run's command without this machine's paths (its results directory)."""
+    return [("RESULTS" if i and argv[i - 1] == "--results" else a) for i, a in enumerate(argv)]
+
+
 def main(argv):
     if argv and argv[0] == "--readme":
         names = argv[1:] or sorted(os.listdir(os.path.join(TOP, "repro")))
@@ -59,7 +64,7 @@ def main(argv):
         by_repro[run["repro"]].append(compact(run, kernels, rec.get("accel"), date))
     for repro, runs in sorted(by_repro.items()):
         out = {"name": o.name, "repro": repro, "date": date, "krepro": rec.get("krepro"),
-               "command": rec.get("command"), "arch": rec.get("arch"),
+               "command": portable(rec.get("command") or []), "arch": rec.get("arch"),
                "conditions": o.conditions, "runs": runs}
         path = os.path.join(TOP, "repro", repro, "records", o.name + ".json")
         os.makedirs(os.path.dirname(path), exist_ok=True)

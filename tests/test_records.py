@@ -26,7 +26,7 @@ def main():
             failed += 1
             print(f"not ok - {what}")
 
-    repros = sorted(os.path.basename(os.path.dirname(d))
+    repros = sorted(os.path.basename(os.path.dirname(os.path.normpath(d)))
                     for d in glob.glob(os.path.join(TOP, "repro", "*", "records", "")))
     for r in repros:
         for name, rec in records.load(r):
