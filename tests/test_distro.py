@@ -60,7 +60,7 @@ class Distro(unittest.TestCase):
                   "drivers/virtio/virtio_pci.ko.xz", "drivers/char/virtio_console.ko.xz",
                   "drivers/gpu/big.ko.xz", "crypto/crc32c_generic.ko.xz", "arch/x86/crypto/crc32c-intel.ko.xz",
                   "net/netfilter/nfnetlink.ko.xz", "net/netfilter/nf_tables.ko.xz",
-                  "net/netfilter/nft_fib.ko.xz"):
+                  "net/netfilter/nft_fib.ko.xz", "lib/libother.ko.xz"):
             write(os.path.join(mods, "kernel", m), m)
         write(os.path.join(mods, "modules.dep"), "\n".join([
             "kernel/fs/xfs/xfs.ko.xz: kernel/lib/libcrc32c.ko.xz",
@@ -73,6 +73,7 @@ class Distro(unittest.TestCase):
             "kernel/drivers/char/virtio_console.ko.xz: kernel/drivers/virtio/virtio_ring.ko.xz "
             "kernel/drivers/virtio/virtio.ko.xz",
             "kernel/drivers/gpu/big.ko.xz:",
+            "kernel/lib/libother.ko.xz:",
             "kernel/crypto/crc32c_generic.ko.xz:",
             "kernel/arch/x86/crypto/crc32c-intel.ko.xz:",
             "kernel/net/netfilter/nfnetlink.ko.xz:",
@@ -142,8 +143,10 @@ class Distro(unittest.TestCase):
                           "crc32c_intel", "crc32c_generic", "libcrc32c", "xfs"])
         self.assertEqual(p.names("can-thing"), ["virtio_ring", "virtio", "virtio_pci", "virtio_console"])
         self.assertEqual(p.missing["xfs-thing"], [])
-        # The directories' other modules come along (on-demand loading), no others.
+        # The options' modules' directories' other modules come along
+        # (on-demand loading), not those of a dependency's (lib/), no others.
         self.assertIn("kernel/fs/xfs/xfs_other.ko.xz", p.files)
+        self.assertNotIn("kernel/lib/libother.ko.xz", p.files)
         self.assertNotIn("kernel/drivers/gpu/big.ko.xz", p.files)
 
     def drop_xfs(self):

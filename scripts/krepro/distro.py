@@ -302,7 +302,7 @@ class Plan:
         objs = option_objects(tree)
         mods = Modules(self.moddir)
         self.load, self.missing, self.entries = {}, {}, {}
-        required, wanted = set(), set()
+        tops_all, wanted = set(), set()
         for r in repros:
             m = metas[r]
             opts = implied(GUEST[arch] + (DISK if int(m.get("disk_mib") or 0) else []) +
@@ -320,11 +320,12 @@ class Plan:
             self.entries[r] = mods.order(tops)
             self.load[r] = [f for f, _, _ in self.entries[r]]
             self.missing[r] = missing
-            required.update(f for f, req, _ in self.entries[r] if req)
+            tops_all.update(top for _, _, top in self.entries[r])
             wanted.update(self.load[r])
-        # The required modules' directories' other modules, for the kernel
-        # to load on demand (nft expressions, can protocols), with what they need.
-        dirs = {os.path.dirname(m) for m in required}
+        # The other modules of the options' modules' directories, for the
+        # kernel to load on demand (nft expressions, can protocols), with what
+        # they need; not those of their dependencies' (lib/, crypto/, scsi/).
+        dirs = {os.path.dirname(m) for m in tops_all}
         extra = [f for f in mods.deps if os.path.dirname(f) in dirs]
         self.files = closure(sorted(wanted) + sorted(extra), mods.deps)
 
