@@ -298,6 +298,22 @@ def check_own_evidence(name, meta, failing):
         fail(name, f"own_evidence is false, but its source calls {', '.join(calls)}")
 
 
+def check_each(metas):
+    """Each reproducer's declaration against the rest of the repository."""
+    kinds = report_kinds()
+    check_kind_lists(kinds)
+    configs = {}
+    failing = failing_functions()
+    for name, meta in sorted(metas.items()):
+        check_fields(name, meta)
+        check_arches(name, meta)
+        check_kconfig(name, meta, configs)
+        check_fix(name, meta, metas)
+        check_signatures(name, meta, kinds)
+        check_detectors(name, meta, configs)
+        check_own_evidence(name, meta, failing)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -356,19 +372,7 @@ def main():
     for name in sorted(set(table) - set(metas)):
         fail(name, "in the source tree's table but not built")
 
-    kinds = report_kinds()
-    check_kind_lists(kinds)
-    configs = {}
-    failing = failing_functions()
-    for name, meta in sorted(metas.items()):
-        check_fields(name, meta)
-        check_arches(name, meta)
-        check_kconfig(name, meta, configs)
-        check_fix(name, meta, metas)
-        check_signatures(name, meta, kinds)
-        check_detectors(name, meta, configs)
-        check_own_evidence(name, meta, failing)
-
+    check_each(metas)
     print(f"{len(metas)} reproducers checked, {len(failures)} failure(s)")
     return 1 if failures else 0
 
