@@ -26,6 +26,17 @@ META = {
     "fake-clean2": {"signatures": []},
     "fake-race": {"signatures": [], "alone": True},
 }
+# Reproducers whose evidence needs detectors (--describe's "detectors" and
+# "own_detectors"): KASAN alone; KASAN or list debugging; KASAN or their own.
+KASAN_UAF = {"kind": "KASAN", "title": "^KASAN: use-after-free in foo_release$", "frame": None,
+             "detectors": ["CONFIG_KASAN"]}
+LIST = {"kind": "LIST", "title": "^list_add corruption", "frame": None,
+        "detectors": ["CONFIG_DEBUG_LIST"]}
+META.update({
+    "fake-kasan": {"signatures": [KASAN_UAF], "own_evidence": False},
+    "fake-two": {"signatures": [KASAN_UAF, LIST], "own_evidence": False},
+    "fake-kasan-own": {"signatures": [KASAN_UAF], "own_evidence": True},
+})
 
 
 def kernel_image(path, stamp):
@@ -184,7 +195,7 @@ class Runner(unittest.TestCase):
         self.assertEqual([(r["outcome"], r["infra"]) for r in rec["runs"]],
                          [("BROKEN", True), ("BROKEN", True), ("PASS", False)])
         self.assertEqual(rec["infra_boots"], 2)
-        self.assertEqual(rec["rows"][0]["cell"], "PASS 1/1 (miss unknown: no FAIL rate)")
+        self.assertEqual(rec["rows"][0]["cell"], "PASS 1/1 (no recorded FAIL rate; miss not bounded)")
         # A sequential bug row too: the failed boot is not one of its runs.
         self.set_plan("no-init", "fail-own")
         self.assertEqual(self.run_krepro("fake-bug"), 1, self.out)
@@ -311,6 +322,123 @@ class Runner(unittest.TestCase):
         self.assertEqual(self.run_krepro("--repeat", "3", "fake-bug"), 1)
         self.assertEqual(self.boots(), 3)
         self.assertEqual(self.record()["rows"][0]["cell"], "FAIL 2/3")
+
+    # --- detectors: what a kernel can show, and where a record applies ---
+    def probe_kernel(self, name, *config):
+        """A kernel of the user's with its config beside it, as kernels.sh
+        keeps one (<image>.config); none given: no config to be found."""
+        path = os.path.join(self.tmp, "probes", name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        kernel_image(path, "stamp-" + name)
+        if config:
+            with open(path + ".config", "w") as f:
+                f.write("\n".join(config) + "\n")
+        return path
+
+    def test_a_kernel_blind_to_every_evidence_path_is_not_booted(self):
+        self.record_rate("fake-kasan", 20, 20)
+        self.set_plan("pass")
+        k = self.probe_kernel("nokasan", "CONFIG_DEBUG_LIST=y", "# CONFIG_KASAN is not set")
+        self.assertEqual(self.run_krepro("--kernel", k, "fake-kasan"), 125, self.out)
+        self.assertEqual(self.boots(), 0)
+        rec = self.record()
+        row = rec["rows"][0]
+        self.assertEqual(row["decision"], "UNDECIDED")
+        self.assertEqual(row["cell"], "undecided: not booted (no CONFIG_KASAN: the use-after-free "
+                                      "path cannot show; nothing else could show the bug)")
+        self.assertEqual(row["evidence"]["blind"], [{"path": "use-after-free", "missing": ["CONFIG_KASAN"]}])
+        self.assertEqual(row["kernel_config"], k + ".config")
+        self.assertEqual(rec["runs"], [])
+        self.assertIn("fake-kasan on nokasan: not booted, undecided: no CONFIG_KASAN", self.out)
+        self.assertIn("warning: nokasan: fake-kasan: no CONFIG_KASAN", self.out)
+
+    def test_a_kernel_lacking_one_of_two_detectors_names_the_blind_path(self):
+        self.record_rate("fake-two", 20, 20)
+        self.set_plan("pass")
+        k = self.probe_kernel("nokasan", "CONFIG_DEBUG_LIST=y")
+        self.assertEqual(self.run_krepro("--kernel", k, "--repeat", "3", "fake-two"), 0, self.out)
+        self.assertEqual(self.boots(), 3)
+        row = self.record()["rows"][0]
+        self.assertEqual(row["cell"], "PASS 3/3 (no CONFIG_KASAN: the use-after-free path cannot show; "
+                                      "miss not bounded)")
+        self.assertEqual((row["rate"], row["miss"]), (None, None))
+        self.assertEqual(row["unbounded"], "no CONFIG_KASAN: the use-after-free path cannot show")
+        # Sequentially nothing bounds a clean verdict there, 20/20 recorded or
+        # not: the row runs to the cap instead of stopping after 3.
+        self.set_plan("pass")
+        self.assertEqual(self.run_krepro("--kernel", k, "--max-runs", "4", "fake-two"), 125, self.out)
+        self.assertEqual(self.record()["rows"][0]["cell"], "undecided: PASS 4 in 4 runs")
+        self.assertIn("no CONFIG_KASAN: the use-after-free path cannot show: a clean verdict "
+                      "cannot be bounded", self.out)
+        # With both detectors (and a record without an accelerator: TCG's),
+        # the record applies: 3 clean runs bound the miss.
+        self.set_plan("pass")
+        full = self.probe_kernel("full", "CONFIG_DEBUG_LIST=y", "CONFIG_KASAN=y")
+        self.assertEqual(self.run_krepro("--kernel", full, "fake-two"), 0, self.out)
+        self.assertEqual(self.record()["rows"][0]["cell"], "PASS 3/3 (miss ≤ 1% at 95%)")
+
+    def test_a_kernel_whose_config_is_unknown_cannot_bound_a_miss_that_needs_detectors(self):
+        self.record_rate("fake-two", 20, 20)
+        self.record_rate("fake-bug", 20, 20)
+        self.set_plan("pass")
+        k = self.probe_kernel("bare")
+        self.assertEqual(self.run_krepro("--kernel", k, "--repeat", "1", "fake-two"), 0, self.out)
+        self.assertEqual(self.record()["rows"][0]["cell"],
+                         "PASS 1/1 (kernel config unknown: detectors not checked; miss not bounded)")
+        self.assertIsNone(self.record()["kernels"][0]["config"])
+        # A reproducer that needs no detector has nothing to check.
+        self.assertEqual(self.run_krepro("--kernel", k, "fake-bug"), 0, self.out)
+        self.assertEqual(self.record()["rows"][0]["cell"], "PASS 3/3 (miss ≤ 1% at 95%)")
+
+    def test_flavour_rows_take_their_builds_record_as_before(self):
+        # The flavours' configs (none here, then one with the detector)
+        # change nothing: their record is their build's.
+        for config in (None, "CONFIG_KASAN=y"):
+            with self.subTest(config=config):
+                for f in ("unpatched", "patched"):
+                    if config:
+                        with open(os.path.join(self.tmp, "kernels", f"bzImage-x86_64-{f}.config"), "w") as fh:
+                            fh.write(config + "\n")
+                self.record_rate("fake-kasan-own", 20, 20)
+                self.set_plan("fail-own", "pass")
+                self.assertEqual(self.run_krepro("--expect", "--kernel", "unpatched", "--kernel", "patched",
+                                                 "fake-kasan-own"), 0, self.out)
+                rows = self.record()["rows"]
+                self.assertEqual([r["cell"] for r in rows],
+                                 ["FAIL 1/1 (rate ≥ 86% at 95%)", "PASS 3/3 (miss ≤ 1% at 95%)"])
+                self.assertEqual([r["runs"] for r in rows], [1, 3])
+
+    def test_a_record_measured_under_kvm_is_not_applied_under_tcg(self):
+        self.record_rate("fake-two", 20, 20, accel="kvm")
+        self.set_plan("pass")
+        full = self.probe_kernel("full", "CONFIG_DEBUG_LIST=y", "CONFIG_KASAN=y")
+        self.assertEqual(self.run_krepro("--kernel", full, "--repeat", "3", "fake-two"), 0, self.out)
+        row = self.record()["rows"][0]
+        self.assertEqual(self.record()["accel"], "tcg")
+        self.assertEqual(row["cell"], "PASS 3/3 (the recorded rate was measured under kvm, this run "
+                                      "is under tcg; miss not bounded)")
+        self.assertIsNone(row["rate"])
+
+    def test_a_calibration_records_its_accelerator(self):
+        from krepro import rates
+        saved = rates.repo_path, rates.cache_path
+        rates.repo_path = lambda repro: os.path.join(self.tmp, f"{repro}.fail-rate.json")
+        rates.cache_path = lambda repro, arch: os.path.join(self.tmp, f"{repro}.{arch}.cache.json")
+        try:
+            rates.record("fake", "x86_64", "b", 3, 4, [2.0, 1.0], "c0ffee", "kvm")
+            with open(rates.repo_path("fake")) as f:
+                self.assertEqual(json.load(f)["x86_64"]["accel"], "kvm")
+            self.assertIsNone(rates.lookup("fake", "x86_64", None, accel="tcg")[0])
+            self.assertEqual(rates.lookup("fake", "x86_64", None, accel="kvm")[0]["runs"], 4)
+            # A bug row under TCG folds into a copy that is then "mixed": a
+            # probe under KVM still has the record itself.
+            rates.add_runs("fake", "x86_64", "b", 1, 1, "tcg")
+            with open(rates.cache_path("fake", "x86_64")) as f:
+                self.assertEqual(json.load(f)["accel"], "mixed")
+            self.assertEqual(rates.lookup("fake", "x86_64", None, accel="kvm")[0]["runs"], 4)
+            self.assertEqual(rates.lookup("fake", "x86_64", "b")[0]["runs"], 5)
+        finally:
+            rates.repo_path, rates.cache_path = saved
 
     # --- the record, interruption, re-rendering ---
     def test_report_rerenders_from_run_json_alone(self):
@@ -462,8 +590,8 @@ class Runner(unittest.TestCase):
         rec = self.record()
         self.assertEqual(rec["jobs"], 2)
         self.assertEqual([(r["repro"], r["cell"]) for r in rec["rows"]],
-                         [("fake-clean", "PASS 3/3 (miss unknown: no FAIL rate)"),
-                          ("fake-clean2", "PASS 3/3 (miss unknown: no FAIL rate)")])
+                         [("fake-clean", "PASS 3/3 (no recorded FAIL rate; miss not bounded)"),
+                          ("fake-clean2", "PASS 3/3 (no recorded FAIL rate; miss not bounded)")])
 
     def test_krepro_jobs_sets_the_default_and_is_checked(self):
         self.set_plan("pass 1")

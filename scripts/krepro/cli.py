@@ -31,7 +31,9 @@ Kernels and guests:
   --kernel K        unpatched | patched | PATH to a bzImage (arm: zImage), a
                     linux-image .deb or an unpacked one; repeatable (default
                     unpatched). A PATH's config is checked against what the
-                    reproducers declare: a reproducer whose options are missing SKIPs
+                    reproducers declare: missing options make a reproducer SKIP;
+                    evidence that needs an option it lacks (KASAN...) cannot
+                    bound a miss there, and a row with none left is not booted
   --tree DIR        build the kernel tree in DIR (a git checkout, any state) with
                     krepro's config fragments, objects outside DIR, and run on it;
                     repeatable. Not a kernel tree or no build: exit 125 and the
@@ -49,7 +51,9 @@ Kernels and guests:
 Deciding rows:
   --miss P          target miss probability of a clean verdict, 0<P<1 (default
                     0.01): a row runs until a bug of the reproducer's FAIL rate
-                    bound would have shown with probability 1-P, or its first FAIL
+                    bound (95%) would have shown with probability 1-P, or its first
+                    FAIL; a probe row uses a recorded rate only on a kernel with
+                    the reproducer's detectors, under the record's accelerator
   --confidence C    the same as --miss 1-C
   --max-runs N      cap on guests per row, 1-1000 (default 20); a row that reaches
                     it says "undecided" with its figures

@@ -4,7 +4,7 @@ nothing."""
 import json
 import os
 
-from . import rates, runner, stats
+from . import evidence, meta as metamod, rates, runner, stats
 from .paths import TOP, build
 
 
@@ -58,11 +58,23 @@ def role(o, k):
     return "probe"
 
 
-def row_guests(o, repro, k):
-    """Guests the row needs if every run ends as its role expects, and why."""
+def row_guests(o, repro, k, meta):
+    """Guests the row needs if every run ends as its role expects, and why.
+    meta: the reproducer's --describe, or None before it is built (then its
+    detectors are not checked)."""
     r = role(o, k)
-    build_id = None if r == "probe" else runner.unpatched_build(o.arch)
-    rec, note = rates.lookup(repro, o.arch, build_id)
+    sight = evidence.Sight(meta or {}, k.config)
+    if sight.all_blind:
+        return r, 0, f"not booted (undecided): {sight.note()}; nothing else could show the bug"
+    # Under --accel auto the accelerator is known only once a guest boots.
+    accel = "tcg" if o.arch != "x86_64" else None if o.accel == "auto" else o.accel
+    caveat = ""
+    if r != "probe":
+        rec, note = rates.lookup(repro, o.arch, runner.unpatched_build(o.arch))
+    else:
+        rec, note = runner.probe_record(repro, o.arch, sight, accel)
+        if rec and accel is None:
+            caveat = f"; it applies only if the guests run under {rates.accel_of(rec)}"
     rate = (rec["fails"], rec["runs"], note) if rec else None
     row = stats.Row(r, target=o.miss, cap=o.max_runs, rate=rate, repeat=o.repeat,
                     any_report=o.any_report)
@@ -73,7 +85,8 @@ def row_guests(o, repro, k):
         why = f"stops at its first FAIL ({note})" if rate else f"measures its FAIL rate ({note})"
     elif rate:
         why = (f"{n} clean runs for {stats.miss_bound(o.miss)} "
-               f"(rate {rate[0]}/{rate[1]}, bound ≥ {stats.pct(stats.rate_lower(rate[0], rate[1]))})")
+               f"(rate {rate[0]}/{rate[1]}, bound ≥ {stats.pct(stats.rate_lower(rate[0], rate[1]))}"
+               f"{caveat})")
     else:
         why = f"no FAIL rate to weigh clean runs: runs to the cap ({note})"
     return r, n, why
@@ -91,6 +104,12 @@ def dry_run(o, table):
         if cost is not None:
             builds.append((k.label, cost))
     built = all(os.path.isfile(os.path.join(build(), "repro", r + ".json")) for r in o.repros)
+    try:
+        metas = metamod.load_all() if built else {}
+    except metamod.MetaError:
+        metas = {}
+    for k in o.kernel_objs:
+        k.load_config()
     sub = "" if o.arch == "x86_64" else o.arch
     initrd = os.environ.get("KREPRO_INITRD") or os.path.join(build(), sub, "guest", "initramfs.cpio")
     print("reproducers: " + ("built" if built else "not built: make build first")
@@ -101,7 +120,7 @@ def dry_run(o, table):
     for r in o.repros:
         secs, src = guest_seconds(r, o.arch)
         for k in o.kernel_objs:
-            rl, n, why = row_guests(o, r, k)
+            rl, n, why = row_guests(o, r, k, metas.get(r))
             total_guests += n
             if secs is None:
                 unknown.append(r)

@@ -1,13 +1,20 @@
 """Recorded FAIL rates: what a reproducer's bug row measured, and where.
 
 repro/<id>/fail-rate.json holds, per arch, the calibration that was committed
-(`make calibrate`): fails, runs, date, krepro commit, and the unpatched
-kernel's build stamp (a hash of the source tree, patches and config fragments,
-the same on every machine). A row's own bug runs add to a copy under the cache
+(`make calibrate`): fails, runs, date, krepro commit, the accelerator its
+guests ran under (a record without one was measured under TCG), and the
+unpatched kernel's build stamp (a hash of the source tree, patches and config
+fragments, the same on every machine). A row's own bug runs add to a copy under the cache
 (fail-rates/<id>.<arch>.json) that starts from that record; a new calibration
 or another kernel build makes the copy void. A record may be carried to a
 build that differs only in debug information ("measured_on": the build it was
 measured on and why the code is the same), never further.
+
+A bug or fixed row takes the record of its unpatched build. A probe row (any
+other kernel) takes one only where it was measured: the runner checks that
+the kernel shows every evidence path the record counted (evidence.py), and
+lookup() that the guests run under the record's accelerator, since a race's
+odds under KVM are not those under TCG.
 """
 import datetime
 import json
@@ -47,9 +54,19 @@ def carried(rec):
     return f" (measured on build {was['build'][:12]}: {was['why']})" if was else ""
 
 
+def accel_of(rec):
+    """The accelerator a record's runs had: "tcg" for records written before
+    it was kept (all were TCG), "mixed" for a cache copy that got runs under
+    another one."""
+    return (rec or {}).get("accel") or "tcg"
+
+
 def describe(rec):
-    """A record as a cell's source: what was measured, when, on which build."""
+    """A record as a cell's source: what was measured, when, on which build
+    (and under which accelerator, when it is not TCG)."""
     build = (rec.get("build") or "?")[:12]
+    if accel_of(rec) != "tcg":
+        build += f" under {accel_of(rec)}"
     base = rec.get("base")
     if "added_runs" not in rec:
         return f"{rec['fails']}/{rec['runs']} recorded {rec.get('date', '?')}, build {build}{carried(rec)}"
@@ -59,23 +76,29 @@ def describe(rec):
     return f"{rec['fails']}/{rec['runs']} measured in rows here since {rec.get('date', '?')}, build {build}"
 
 
-def lookup(repro, arch, build):
+def lookup(repro, arch, build, accel=None):
     """The usable record for a bug kernel of stamp `build` (None: any build,
-    for kernels that are not krepro's). Returns (record or None, note)."""
+    for kernels that are not krepro's), measured under `accel` (None: any).
+    Returns (record or None, note)."""
     repo = (_load(repo_path(repro)) or {}).get(arch)
     cached = _load(cache_path(repro, arch))
-    if cached and cached.get("base") == repo and (build is None or cached.get("build") == build):
-        return cached, describe(cached)
-    if repo and (build is None or repo.get("build") == build):
-        return repo, describe(repo)
+    cands = [rec for rec, ok in ((cached, cached and cached.get("base") == repo), (repo, repo))
+             if ok and (build is None or rec.get("build") == build)]
+    for rec in cands:
+        if accel is None or accel_of(rec) == accel:
+            return rec, describe(rec)
+    if cands:
+        return None, (f"the recorded rate was measured under {accel_of(cands[-1])}, "
+                      f"this run is under {accel}")
     if repo:
         return None, (f"recorded rate is for build {repo.get('build', '?')[:12]}, "
                       f"the bug kernel is {build[:12]}: measured in this run")
     return None, "no recorded rate: measured in this run"
 
 
-def add_runs(repro, arch, build, fails, runs):
-    """Fold a bug row's runs into the cache copy of the record."""
+def add_runs(repro, arch, build, fails, runs, accel):
+    """Fold a bug row's runs into the cache copy of the record; a copy that
+    gets runs under another accelerator than its own is "mixed"."""
     if not build or runs <= 0:
         return
     repo = (_load(repo_path(repro)) or {}).get(arch)
@@ -84,7 +107,10 @@ def add_runs(repro, arch, build, fails, runs):
         base = repo if repo and repo.get("build") == build else None
         cached = {"base": repo, "build": build, "fails": base["fails"] if base else 0,
                   "runs": base["runs"] if base else 0, "date": base["date"] if base else
-                  datetime.date.today().isoformat(), "added_fails": 0, "added_runs": 0}
+                  datetime.date.today().isoformat(), "added_fails": 0, "added_runs": 0,
+                  "accel": accel_of(base) if base else accel}
+    if accel_of(cached) != accel:
+        cached["accel"] = "mixed"
     cached["fails"] += fails
     cached["runs"] += runs
     cached["added_fails"] = cached.get("added_fails", 0) + fails
@@ -92,12 +118,12 @@ def add_runs(repro, arch, build, fails, runs):
     _write(cache_path(repro, arch), cached)
 
 
-def record(repro, arch, build, fails, runs, seconds, commit):
+def record(repro, arch, build, fails, runs, seconds, commit, accel):
     """A calibration: replaces the committed record for this arch."""
     path = repo_path(repro)
     data = _load(path) or {}
     secs = sorted(seconds)
-    data[arch] = {"build": build, "fails": fails, "runs": runs,
+    data[arch] = {"build": build, "fails": fails, "runs": runs, "accel": accel,
                   "date": datetime.date.today().isoformat(), "krepro": commit,
                   "seconds": [secs[0], secs[len(secs) // 2], secs[-1]] if secs else []}
     _write(path, data)

@@ -17,7 +17,10 @@ from .reports import evidence_crash
 EXPECTED = {"bug": "FAIL", "fixed": "PASS"}
 
 
-def row_record(repro, kernel, role, row, meta, expect, rate_note=""):
+def row_record(repro, kernel, role, row, meta, expect, rate_note="", **extra):
+    """A decided row as run.json keeps it, its cell included. extra: what the
+    runner knows of the row besides (unbounded: why a clean verdict cannot
+    be bounded; evidence: what the kernel can show, evidence.Sight.record())."""
     counts = {o: row.count(o) for o in ("FAIL", "PASS", "OTHER", "HANG", "BROKEN", "SKIP") if row.count(o)}
     n = len(row.outcomes)
     rec = {"repro": repro, "kernel": kernel, "role": role, "decision": row.decision,
@@ -36,6 +39,7 @@ def row_record(repro, kernel, role, row, meta, expect, rate_note=""):
         rec["rate"] = {"fails": f, "runs": t, "low": stats.rate_lower(f, t), "source": src}
         if row.fails == 0 and rec["rate"]["low"] > 0:
             rec["miss"] = stats.miss(rec["rate"]["low"], row.count("PASS"))
+    rec.update(extra)
     want = EXPECTED.get(role) if expect else None
     rec["expected"] = want
     rec["as_expected"] = None if want is None else row.decision == want
@@ -57,11 +61,18 @@ def cell(rec):
             m = stats.miss(rec["rate"]["low"], c.get("PASS", 0))
             return s + (f" (not shown where its {stats.rate_bound(rec['rate']['low'])} would have: "
                         f"{stats.miss_bound(m)})")
+        # A blind path the bound does not already stand on.
+        note = (rec.get("evidence") or {}).get("note")
+        why = rec.get("unbounded") or "no FAIL rate"
+        pre = f"{note}; " if note and note != why else ""
         if rec["miss"] is not None:
-            return s + f" ({stats.miss_bound(rec['miss'])})"
-        return s + " (miss unknown: no FAIL rate)"
+            return s + f" ({pre}{stats.miss_bound(rec['miss'])})"
+        return s + f" ({pre}{why}; miss not bounded)"
     if d == "OTHER":
         return f"OTHER {c.get('OTHER', 0)}/{n}"
+    if d == "UNDECIDED" and not n:
+        # Not booted: every evidence path is blind on the kernel.
+        return f"undecided: not booted ({rec['evidence']['note']}; nothing else could show the bug)"
     if d == "UNDECIDED":
         return "undecided: " + ", ".join(f"{k} {v}" for k, v in c.items()) + f" in {n} runs"
     return f"{d} {c.get(d, 0)}/{n}"
@@ -316,7 +327,7 @@ def render_record(results, rec, any_report, quiet):
         mark = "-" if want is None else (f"{want} ok" if r.get("as_expected") else f"{want} **UNEXPECTED**")
         first = next((x for x in rs if x["outcome"] == r["decision"]), rs[-1] if rs else None)
         counts = ", ".join(f"{k} {v}" for k, v in r["counts"].items())
-        src = r["rate"]["source"] if r.get("rate") else "-"
+        src = r["rate"]["source"] if r.get("rate") else (r.get("unbounded") or "-")
         md.append(f"| {r['repro']} | {r['kernel']} | {r['cell']} | {mark} | {counts} | {seconds_stats(rs)} | "
                   f"{md_cell(src)} | {md_cell(first['evidence'] if first else '')} | "
                   f"{first['log'] if first else '-'} |")

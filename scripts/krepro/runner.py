@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from . import arches, decode, distro, guest, lava, rates, render, stats
+from . import arches, decode, distro, evidence, guest, lava, rates, render, stats
 from .guest import log
 from .paths import SCRIPTS, TOP, build, cache, kernels as kernels_dir, read
 from .reports import bug_reported, decide, evidence_crash
@@ -75,6 +75,9 @@ class Kernel:
         self.release = self.distro_root = None
         self.debug = None     # --vmlinux: (vmlinux, its modules' debug directory)
         self.initrd = None    # the run's guest image, unless this kernel needs its own
+        # Its options {CONFIG_X: value}, or None; and where they were read,
+        # or why they could not be (kernel_config()).
+        self.config = self.config_source = None
         if self.flavour:
             self.label = spec
         elif self.tree:
@@ -165,7 +168,12 @@ class Kernel:
 
     def record(self):
         return {"label": self.label, "spec": self.spec, "image": self.image,
-                "build": self.build_id, "modules": self.release, "initrd": self.initrd}
+                "build": self.build_id, "modules": self.release, "initrd": self.initrd,
+                "config": self.config_source if self.config is not None else None}
+
+    def load_config(self):
+        self.config, self.config_source = kernel_config(self)
+        return self.config
 
     def guest_image(self, base, repros, metas):
         """A distribution kernel's guest image: krepro's with the modules its
@@ -183,42 +191,79 @@ class Kernel:
         return self.initrd
 
 
-def check_kconfig(kernel, repros, metas):
-    """A kernel of the user's: warn about options a reproducer needs and its
-    config (CONFIG_IKCONFIG) lacks; in the guest the harness says SKIP."""
+def kernel_config(kernel):
+    """(options {CONFIG_X: value}, where they were read), or (None, why not):
+    a distribution kernel's boot/config-<release>; the .config kernels.sh
+    keeps beside each image it installs (<image>.config; a kernel of the
+    user's may have one there too) or in a --tree build's object directory;
+    else the config the image carries (CONFIG_IKCONFIG)."""
     if kernel.distro_root:
         path = os.path.join(kernel.distro_root, "boot", f"config-{kernel.release}")
         if os.path.isfile(path):
-            cfg = {f"{k}={v}" for k, v in distro.read_config(path).items()}
-            for r in repros:
-                missing = [k for k in metas[r].get("kconfig", [])
-                           if (k not in cfg if "=" in k else not ({f"{k}=y", f"{k}=m"} & cfg))]
-                if missing:
-                    log(f"{kernel.label} lacks {' '.join(missing)}, which {r} needs: it will SKIP")
-            return
-    tree = os.path.join(cache(), "linux-6.1")
-    cands = [os.path.join(tree, "scripts", "extract-ikconfig")]
+            return distro.read_config(path), path
+    image = kernel.image or (flavour_image(kernel.arch, kernel.flavour) if kernel.flavour else None)
+    if not image or not os.path.isfile(image):
+        return None, "no image yet"
+    cands = [image + ".config"]
+    in_obj = arches.ARCHES[kernel.arch]["image"]
+    if kernel.tree is not None and image.endswith("/" + in_obj):
+        cands.append(os.path.join(image[:-len(in_obj)], ".config"))
+    found = next((c for c in cands if os.path.isfile(c)), None)
+    if found:
+        return distro.read_config(found), found
+    return ikconfig(kernel, image)
+
+
+def ikconfig(kernel, image):
+    """The config an image carries, read by kbuild's scripts/extract-ikconfig
+    (the --tree's own, else the cache tree's): (options, "CONFIG_IKCONFIG")
+    or (None, why not)."""
+    cands = [os.path.join(cache(), "linux-6.1", "scripts", "extract-ikconfig")]
     if kernel.tree:
         cands.insert(0, os.path.join(kernel.tree, "scripts", "extract-ikconfig"))
     x = next((c for c in cands if os.access(c, os.X_OK)), None)
     if not x:
-        log(f"warning: no scripts/extract-ikconfig (kernels.sh tree installs one): "
-            f"{kernel.label}'s options not checked")
-        return
-    p = subprocess.run([x, kernel.image], capture_output=True, text=True)
-    cfg = set(p.stdout.splitlines()) if p.returncode == 0 else set()
+        return None, "no scripts/extract-ikconfig (kernels.sh tree installs one)"
+    p = subprocess.run([x, image], capture_output=True, text=True)
+    cfg = dict(line.split("=", 1) for line in p.stdout.splitlines()
+               if line.startswith("CONFIG_") and "=" in line) if p.returncode == 0 else {}
     if not cfg:
-        log(f"warning: {kernel.label} carries no config (CONFIG_IKCONFIG): "
-            "the options the reproducers need are not checked")
+        return None, "it carries no config (CONFIG_IKCONFIG)"
+    return cfg, "CONFIG_IKCONFIG"
+
+
+def check_kconfig(kernel, repros, metas):
+    """A kernel of the user's: warn about options a reproducer needs and its
+    config lacks (in the guest the harness says SKIP), and about evidence it
+    cannot show (the rows say so too)."""
+    cfg = kernel.config
+    if cfg is None:
+        log(f"warning: {kernel.label}'s options not checked, nor the detectors the "
+            f"reproducers' evidence needs: {kernel.config_source}")
         return
-    if "CONFIG_IKCONFIG_PROC=y" not in cfg:
+    if kernel.config_source == "CONFIG_IKCONFIG" and cfg.get("CONFIG_IKCONFIG_PROC") != "y":
         log(f"warning: {kernel.label} lacks CONFIG_IKCONFIG_PROC=y: in the guest the harness "
             "cannot check options either")
     for r in repros:
-        missing = [k for k in metas[r].get("kconfig", [])
-                   if (k not in cfg if "=" in k else not ({f"{k}=y", f"{k}=m"} & cfg))]
+        missing = evidence.lacks(cfg, metas[r].get("kconfig", []))
         if missing:
             log(f"warning: {kernel.label} lacks {' '.join(missing)}, which {r} needs: it will SKIP")
+        blind = evidence.Sight(metas[r], cfg).note()
+        if blind:
+            log(f"warning: {kernel.label}: {r}: {blind}")
+
+
+def probe_record(repro, arch, sight, accel):
+    """(record, source) for a probe row, or (None, why none applies): one
+    measured on a kernel that shows every path the reproducer declares, as
+    krepro's do (sight: evidence.Sight of this kernel), under accel (None:
+    not checked)."""
+    if not sight.full:
+        return None, sight.note()
+    rec, note = rates.lookup(repro, arch, None, accel=accel)
+    if rec is None and note.startswith("no recorded rate"):
+        note = "no recorded FAIL rate"
+    return rec, note
 
 
 class PlanRow:
@@ -229,6 +274,8 @@ class PlanRow:
         self.after = None      # the bug row whose runs give this row its rate
         self.row = None        # stats.Row, opened when the row may start
         self.rate = self.note = None
+        self.sight = None      # evidence.Sight: what the kernel can show of the bug
+        self.unbounded = None  # why a clean verdict of the row cannot be bounded
         self.alone = False
         self.n = 0             # guests started
         self.inflight = 0
@@ -268,10 +315,16 @@ class Run:
             return "fixed"
         return "probe"
 
-    def rate_for(self, repro, role):
-        """((fails, runs, source) or None, what the records said)."""
-        build_id = None if role == "probe" else unpatched_build(self.arch)
-        rec, note = rates.lookup(repro, self.arch, build_id)
+    def rate_for(self, pr):
+        """((fails, runs, source) or None, what the records said). A bug or
+        fixed row's record is its unpatched build's. A probe row's must have
+        been measured where the row runs: on a kernel that shows every path
+        the reproducer declares (krepro's, where records are made, do), and
+        under the same accelerator; else nothing bounds its miss."""
+        if pr.role != "probe":
+            rec, note = rates.lookup(pr.repro, self.arch, unpatched_build(self.arch))
+        else:
+            rec, note = probe_record(pr.repro, self.arch, pr.sight, self.record["accel"])
         return ((rec["fails"], rec["runs"], note) if rec else None), note
 
     def execute(self, kernels, repros, disks, prep_errors):
@@ -378,12 +431,23 @@ class Run:
     def open_row(self, pr):
         m = self.metas[pr.repro]
         pr.alone = bool(m.get("alone")) and self.jobs > 1
-        pr.rate, pr.note = self.rate_for(pr.repro, pr.role)
+        pr.sight = evidence.Sight(m, pr.kernel.config)
+        pr.rate, pr.note = self.rate_for(pr)
+        if pr.role != "bug" and pr.rate is None:
+            pr.unbounded = pr.note if pr.role == "probe" else "no FAIL rate"
         pr.row = stats.Row(pr.role, target=self.o.miss, cap=self.o.max_runs, rate=pr.rate,
                            repeat=self.o.repeat, any_report=self.o.any_report)
-        if pr.role == "probe" and pr.rate is None and not self.o.repeat:
-            log(f"{pr.repro}: no recorded FAIL rate (make calibrate): a clean verdict "
-                f"cannot be bounded; runs up to {self.o.max_runs}")
+        if pr.sight.all_blind:
+            # Nothing the guest could print would be this bug: a boot can
+            # only come back clean, which says nothing.
+            pr.row.decision = "UNDECIDED"
+            pr.row.why = "every evidence path is blind on this kernel"
+            log(f"{pr.repro} on {pr.kernel.label}: not booted, undecided: {pr.sight.note()}; "
+                "nothing else could show the bug")
+            self.close_row(pr)
+        elif pr.role == "probe" and pr.rate is None and not self.o.repeat:
+            log(f"{pr.repro} on {pr.kernel.label}: {pr.unbounded}: a clean verdict cannot be "
+                f"bounded; runs up to {self.o.max_runs}")
 
     def finish_guest(self, pr, n, gi, nrows, res, rundir):
         """A guest ended: record it, and the row when that decides it."""
@@ -419,10 +483,22 @@ class Run:
             return
         row = pr.row
         if pr.role == "bug":
-            rates.add_runs(pr.repro, self.arch, unpatched_build(self.arch), row.fails, row.trials)
-        rec = render.row_record(pr.repro, pr.kernel.label, pr.role, row, self.metas[pr.repro],
-                                self.o.expect, pr.note)
-        rec["index"] = pr.index
+            rates.add_runs(pr.repro, self.arch, unpatched_build(self.arch), row.fails, row.trials,
+                           self.record["accel"])
+        self.close_row(pr)
+
+    def close_row(self, pr):
+        """A decided row: its record in run.json, and its cell said."""
+        k = pr.kernel
+        ev = pr.sight.record()
+        if pr.role != "probe" and not pr.sight.blind:
+            # Its rate is its own build's: an unknown config changes nothing
+            # the cell claims.
+            ev["note"] = None
+        rec = render.row_record(pr.repro, k.label, pr.role, pr.row, self.metas[pr.repro],
+                                self.o.expect, pr.note, index=pr.index, unbounded=pr.unbounded,
+                                evidence=ev,
+                                kernel_config=k.config_source if k.config is not None else None)
         self.record["rows"].append(rec)
         self.record["rows"].sort(key=lambda r: r.get("index", 0))
         self.save()
@@ -608,6 +684,28 @@ def interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def prepare_kernels(kernels):
+    """Build what is missing, then read each kernel's config (the rows need
+    it to know what each kernel can show). False when a kernel cannot be had
+    (logged)."""
+    for k in kernels:
+        try:
+            k.prepare()
+        except Undecidable as e:
+            log(str(e))
+            return False
+        k.load_config()
+    return True
+
+
+def pick_accel(o, kernel):
+    if o.arch != "x86_64":
+        return "tcg"
+    if o.accel == "auto":
+        return "kvm" if guest.kvm_works(kernel.image, o.initrd) else "tcg"
+    return o.accel
+
+
 def main_run(o):
     """run-in-qemu.sh's work after its arguments were checked."""
     # Ctrl-C, and a kill or hangup too, end the run the same way: the guest
@@ -621,12 +719,8 @@ def main_run(o):
     # prepared disk is written by the patched kernel, so that one too.
     if any(metas[r].get("prepare") for r in o.repros):
         kernels.append(Kernel("patched", o.arch))
-    for k in kernels:
-        try:
-            k.prepare()
-        except Undecidable as e:
-            log(str(e))
-            return UNDECIDED
+    if not prepare_kernels(kernels):
+        return UNDECIDED
     kernels = o.kernel_objs
     # Shared between invocations, never with a kernel build (kernels.sh takes
     # it exclusively): guests stall beside a build.
@@ -646,11 +740,7 @@ def main_run(o):
                     return UNDECIDED
             if not k.flavour:
                 check_kconfig(k, o.repros, metas)
-        accel = o.accel
-        if o.arch != "x86_64":
-            accel = "tcg"
-        elif accel == "auto":
-            accel = "kvm" if guest.kvm_works(kernels[0].image, o.initrd) else "tcg"
+        accel = pick_accel(o, kernels[0])
         os.makedirs(o.results, exist_ok=True)
         run = Run(o, metas)
         run.record["accel"] = accel
@@ -682,5 +772,6 @@ def record_rates(o):
         runs = [x for x in rec["runs"] if x["repro"] == r and x["kernel"] == "unpatched"]
         trials = [x for x in runs if x["outcome"] in ("FAIL", "PASS", "OTHER")]
         fails = sum(1 for x in trials if x["outcome"] == "FAIL")
-        rates.record(r, o.arch, build_id, fails, len(trials), [x["seconds"] for x in runs], rec["krepro"])
+        rates.record(r, o.arch, build_id, fails, len(trials), [x["seconds"] for x in runs],
+                     rec["krepro"], rec["accel"])
         log(f"{r}: FAIL {fails}/{len(trials)} recorded in {os.path.relpath(rates.repo_path(r), TOP)}")
