@@ -223,7 +223,7 @@ REQUESTS = {
     "rdma_rxe": ["crc32"],      # rxe_icrc_init(), when a link is added
     "nvme_tcp": ["crc32c"],     # header and data digests
     "nvmet_tcp": ["crc32c"],
-    "crc_t10dif": ["crct10dif"],
+    "crc_t10dif": ["crct10dif"],  # lib/crc-t10dif.c: a slower table without it
 }
 # Options that are code inside a module no Makefile line of theirs names:
 # nf_tables' families are bools in nf_tables, which needs nfnetlink (a
