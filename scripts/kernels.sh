@@ -79,15 +79,27 @@ cmd_series() {
 	return 0
 }
 
+# A patch's code: its diffs, from the first "diff --git" to the mail's
+# signature line, not its header or message, so rewording a patch's
+# description leaves the kernel's stamp (and the rates recorded for it) alone.
+patch_code_sums() {
+	local p
+	for p in "$@"; do
+		printf '%s  %s\n' "$(sed -n '/^diff --git /,/^-- $/p' "$p" | sha256sum | cut -d' ' -f1)" \
+			"${p#"$KREPRO_TOP"/}"
+	done
+}
+
 # Hash of everything that decides a flavour's image. The source is named by
 # its git tree (content only), so the stamp is the same on every machine: the
 # recorded FAIL rates (repro/*/fail-rate.json) name the build by it.
 flavour_stamp() {
-	local flavour=$1
+	local flavour=$1 series
+	mapfile -t series < <(cmd_series "$flavour")
 	{
 		git_tree rev-parse 'pristine^{tree}'
 		echo "$KREPRO_ARCH"
-		cmd_series "$flavour" | xargs -r sha256sum | sed "s|$KREPRO_TOP/||"
+		patch_code_sums "${series[@]}"
 		config_fragments | xargs sha256sum | sed "s|$KREPRO_TOP/||"
 	} | sha256sum | cut -d' ' -f1
 }

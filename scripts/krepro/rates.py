@@ -7,8 +7,9 @@ unpatched kernel's build stamp (a hash of the source tree, patches and config
 fragments, the same on every machine). A row's own bug runs add to a copy under the cache
 (fail-rates/<id>.<arch>.json) that starts from that record; a new calibration
 or another kernel build makes the copy void. A record may be carried to a
-build that differs only in debug information ("measured_on": the build it was
-measured on and why the code is the same), never further.
+build whose code is the same ("measured_on": the build it was measured on and
+why the code is the same: only debug information added, or only the patches'
+mail text changed, which the stamp used to hash), never further.
 
 A bug or fixed row takes the record of its unpatched build. A probe row (any
 other kernel) takes one only where it was measured: the runner checks that
