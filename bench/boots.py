@@ -45,6 +45,30 @@ def one_boot(arch, image, initrd, append, logdir):
             "report": crashes[0]["title"] if crashes else None}
 
 
+def summarize(o, argv, image, boots):
+    ups = [b["uptime_at_init"] for b in boots if b["init"]]
+    failed = [b for b in boots if not b["init"] or b["report"]]
+    return {
+        "date": datetime.date.today().isoformat(), "what": "boots to init, no reproducer",
+        "machine": f"{os.cpu_count()} cores, {platform.machine()}, QEMU TCG",
+        "commit": runner.git_commit(), "arch": o.arch, "kernel": o.kernel,
+        "build": runner.read_stamp(image), "append": o.append, "boots": len(boots),
+        "failed_boots": len(failed), "failures": sorted({b["report"] or "no init" for b in failed}),
+        "uptime_at_init_median": round(statistics.median(ups), 2) if ups else None,
+        "uptime_at_init_max": max(ups) if ups else None,
+        "wall_median": round(statistics.median(b["seconds"] for b in boots), 2) if boots else None,
+        "raw": "bench/boots.py " + " ".join(argv),
+    }
+
+
+def write(path, summary):
+    """The record so far: an interrupted series keeps what it measured."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(summary, f, indent=1)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog="bench/boots.py", allow_abbrev=False)
     p.add_argument("--arch", default="x86_64")
@@ -76,26 +100,14 @@ def main(argv):
                 os.makedirs(o.keep_logs, exist_ok=True)
                 shutil.copy(os.path.join(d, "console.log"), os.path.join(o.keep_logs, f"boot-{i}.log"))
             shutil.rmtree(d)
+            if o.record:
+                write(o.record, summarize(o, argv, image, boots))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    ups = [b["uptime_at_init"] for b in boots if b["init"]]
-    failed = [b for b in boots if not b["init"] or b["report"]]
-    summary = {
-        "date": datetime.date.today().isoformat(), "what": "boots to init, no reproducer",
-        "machine": f"{os.cpu_count()} cores, {platform.machine()}, QEMU TCG",
-        "commit": runner.git_commit(), "arch": o.arch, "kernel": o.kernel,
-        "build": runner.read_stamp(image), "append": o.append, "boots": len(boots),
-        "failed_boots": len(failed), "failures": sorted({b["report"] or "no init" for b in failed}),
-        "uptime_at_init_median": round(statistics.median(ups), 2) if ups else None,
-        "uptime_at_init_max": max(ups) if ups else None,
-        "wall_median": round(statistics.median(b["seconds"] for b in boots), 2) if boots else None,
-        "raw": "bench/boots.py " + " ".join(argv),
-    }
+    summary = summarize(o, argv, image, boots)
     print(json.dumps(summary, indent=1))
     if o.record:
-        with open(o.record, "w") as f:
-            json.dump(summary, f, indent=1)
-            f.write("\n")
+        write(o.record, summary)
     return 0
 
 
