@@ -50,31 +50,20 @@ def guest_seconds(repro, arch):
     return None, "no recorded guest time"
 
 
-def role(o, k):
-    if o.expect and k.flavour == "unpatched":
-        return "bug"
-    if o.expect and k.flavour == "patched":
-        return "fixed"
-    return "probe"
-
-
 def row_guests(o, repro, k, meta):
     """Guests the row needs if every run ends as its role expects, and why.
     meta: the reproducer's --describe, or None before it is built (then its
     detectors are not checked)."""
-    r = role(o, k)
+    r = runner.row_role(o.expect, k)
     sight = evidence.Sight(meta or {}, k.config)
     if sight.all_blind:
         return r, 0, f"not booted (undecided): {sight.note()}; nothing else could show the bug"
     # Under --accel auto the accelerator is known only once a guest boots.
     accel = "tcg" if o.arch != "x86_64" else None if o.accel == "auto" else o.accel
     caveat = ""
-    if r != "probe":
-        rec, note = rates.lookup(repro, o.arch, runner.unpatched_build(o.arch))
-    else:
-        rec, note = runner.probe_record(repro, o.arch, sight, accel)
-        if rec and accel is None:
-            caveat = f"; it applies only if the guests run under {rates.accel_of(rec)}"
+    rec, note = runner.rate_record(repro, o.arch, r, sight, accel)
+    if rec and r == "probe" and accel is None:
+        caveat = f"; it applies only if the guests run under {rates.accel_of(rec)}"
     rate = (rec["fails"], rec["runs"], note) if rec else None
     row = stats.Row(r, target=o.miss, cap=o.max_runs, rate=rate, repeat=o.repeat,
                     any_report=o.any_report)

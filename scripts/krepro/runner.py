@@ -253,6 +253,25 @@ def check_kconfig(kernel, repros, metas):
             log(f"warning: {kernel.label}: {r}: {blind}")
 
 
+def row_role(expect, kernel):
+    """A row's role: with --expect, krepro's flavours are the bug and the fix;
+    any other kernel (and every kernel without --expect) is a probe."""
+    if expect and kernel.flavour == "unpatched":
+        return "bug"
+    if expect and kernel.flavour == "patched":
+        return "fixed"
+    return "probe"
+
+
+def rate_record(repro, arch, role, sight, accel):
+    """(record or None, what the records said) a row of role is weighed with:
+    a bug or fixed row's is its unpatched build's; a probe row's must have
+    been measured where the row runs (probe_record)."""
+    if role != "probe":
+        return rates.lookup(repro, arch, unpatched_build(arch))
+    return probe_record(repro, arch, sight, accel)
+
+
 def probe_record(repro, arch, sight, accel):
     """(record, source) for a probe row, or (None, why none applies): one
     measured on a kernel that shows every path the reproducer declares, as
@@ -308,23 +327,9 @@ class Run:
             json.dump(self.record, f, indent=1)
         os.replace(path + ".tmp", path)
 
-    def role(self, kernel):
-        if self.o.expect and kernel.flavour == "unpatched":
-            return "bug"
-        if self.o.expect and kernel.flavour == "patched":
-            return "fixed"
-        return "probe"
-
     def rate_for(self, pr):
-        """((fails, runs, source) or None, what the records said). A bug or
-        fixed row's record is its unpatched build's. A probe row's must have
-        been measured where the row runs: on a kernel that shows every path
-        the reproducer declares (krepro's, where records are made, do), and
-        under the same accelerator; else nothing bounds its miss."""
-        if pr.role != "probe":
-            rec, note = rates.lookup(pr.repro, self.arch, unpatched_build(self.arch))
-        else:
-            rec, note = probe_record(pr.repro, self.arch, pr.sight, self.record["accel"])
+        """((fails, runs, source) or None, what the records said): rate_record()."""
+        rec, note = rate_record(pr.repro, self.arch, pr.role, pr.sight, self.record["accel"])
         return ((rec["fails"], rec["runs"], note) if rec else None), note
 
     def execute(self, kernels, repros, disks, prep_errors):
@@ -333,7 +338,7 @@ class Run:
         outcome would still need; a fixed row waits for its bug row, whose
         runs give it its rate; a guest that needs the host to itself runs
         alone, in plan order."""
-        plan = [PlanRow(i, r, k, self.role(k)) for i, (r, k) in
+        plan = [PlanRow(i, r, k, row_role(self.o.expect, k)) for i, (r, k) in
                 enumerate(((r, k) for r in repros for k in kernels), 1)]
         for pr in plan:
             if pr.role == "fixed":
