@@ -173,7 +173,22 @@ class Runner(unittest.TestCase):
         self.assertLess(time.monotonic() - t0, 30)
         run = self.record()["runs"][0]
         self.assertEqual((run["outcome"], run["stopped_early"], run["timed_out"]), ("FAIL", True, False))
-        self.assertIn("guest stopped 1 s after the report", run["evidence"])
+        self.assertIn("guest stopped 1 s after the report ended", run["evidence"])
+        self.assertIsNotNone(run["report_seen"])
+        self.assertIsNone(run["answer_complete"])
+
+    def test_guest_stuck_after_its_verdict_is_stopped_when_the_answer_is_complete(self):
+        # The report has ended and the KTAP plan's every point is on the
+        # stream: nothing more to wait for, however long AFTER_REPORT is.
+        self.set_plan("bug-verdict-hang")
+        self.env["KREPRO_AFTER_REPORT"] = "50"
+        t0 = time.monotonic()
+        self.assertEqual(self.run_krepro("--repeat", "1", "--timeout", "60", "fake-bug"), 1, self.out)
+        self.assertLess(time.monotonic() - t0, 30)
+        run = self.record()["runs"][0]
+        self.assertEqual((run["outcome"], run["stopped_early"], run["timed_out"]), ("FAIL", True, False))
+        self.assertIn("guest stopped when its answer was complete", run["evidence"])
+        self.assertLessEqual(run["report_seen"], run["answer_complete"])
 
     def test_report_before_mark_is_broken_after_its_retries(self):
         # A boot that fails before the test is the infrastructure's: retried,

@@ -159,17 +159,21 @@ def guest_slot(jobs, alone=False):
             os.close(fd)
 
 
-# How often a running guest's console is read, and how long a guest may go on
-# after the bug's own kernel report: time for the trace and what follows it.
-WATCH_EVERY = 2.0
-AFTER_REPORT = float(os.environ.get("KREPRO_AFTER_REPORT") or 20)
+# How often a running guest's console is read; how long a guest may go on
+# once the bug's own report has ended (answer.Watch says "report") for the
+# reproducer to print its verdict; how long once the verdict is on its KTAP
+# stream too ("complete"), for the lines printed right after it (the
+# report's register summary, the harness's closing scan).
+WATCH_EVERY = 1.0
+AFTER_REPORT = float(os.environ.get("KREPRO_AFTER_REPORT") or 10)
+AFTER_COMPLETE = 1.0
 
 
 def boot(argv, rundir, limit, keep=False, answered=None, jobs=1, alone=False):
     """Run one guest to its end or its time limit, its serial console in
     rundir/console.log. answered() says when the run's outcome is already
     known (the bug's own report): see supervise().
-    Returns (qemu status, timed out, seconds, stopped early)."""
+    Returns (qemu status, timed out, seconds, stop): supervise()'s stop."""
     console = os.path.join(rundir, "console.log")
     if keep:
         argv = argv + ["-chardev", f"stdio,id=con,logfile={console},signal=off", "-serial", "chardev:con"]
@@ -183,10 +187,10 @@ def boot(argv, rundir, limit, keep=False, answered=None, jobs=1, alone=False):
     with guest_slot(jobs, alone):
         t0 = time.monotonic()
         if keep:
-            return subprocess.call(argv), False, round(time.monotonic() - t0, 1), False
+            return subprocess.call(argv), False, round(time.monotonic() - t0, 1), no_stop()
         with open(os.path.join(rundir, "qemu.log"), "w") as out:
-            status, timed_out, early = supervise(argv, out, limit, answered)
-        return status, timed_out, round(time.monotonic() - t0, 1), early
+            status, timed_out, stop = supervise(argv, out, limit, answered)
+        return status, timed_out, round(time.monotonic() - t0, 1), stop
 
 
 def kill_group(p):
@@ -197,33 +201,46 @@ def kill_group(p):
         pass
 
 
+def no_stop():
+    return {"early": False, "report": None, "complete": None}
+
+
 def supervise(argv, out, limit, answered=None, grace=5):
     """Run argv (a guest, or a runner of one) in a session of its own, its
-    output to the file out, until it ends or `limit` seconds. When
-    answered() says the outcome is known (the bug's own report), it is
-    stopped AFTER_REPORT seconds later instead: a kernel that oopsed can
-    leave the reproducer stuck until the limit. Returns (status, timed
-    out, stopped early)."""
+    output to the file out, until it ends or `limit` seconds. answered()
+    (answer.Watch) says when the outcome is known: the guest is stopped
+    AFTER_COMPLETE seconds after its answer is "complete", AFTER_REPORT
+    seconds after the bug's "report" has ended if the reproducer's verdict
+    does not come (a kernel that oopsed can leave it stuck until the limit).
+    Returns (status, timed out, stop): stop["early"] says whether it was
+    stopped so, stop["report"] and stop["complete"] the guest's seconds when
+    each was first seen (None when never)."""
     t0 = time.monotonic()
     p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                          stdin=subprocess.DEVNULL, start_new_session=True)
     with LIVE_LOCK:
         LIVE.add(p)
-    status, timed_out, early, known = None, False, False, None
+    status, timed_out, stop = None, False, no_stop()
     try:
         while status is None:
-            left = limit - (time.monotonic() - t0)
+            now = time.monotonic() - t0
+            left = limit - now
             if left <= 0:
                 timed_out = True
                 break
-            if known is not None and time.monotonic() - known >= AFTER_REPORT:
-                early = True
+            if (stop["complete"] is not None and now - stop["complete"] >= AFTER_COMPLETE) or \
+                    (stop["report"] is not None and now - stop["report"] >= AFTER_REPORT):
+                stop["early"] = True
                 break
             try:
                 status = p.wait(timeout=min(WATCH_EVERY, left))
             except subprocess.TimeoutExpired:
-                if answered and known is None and answered():
-                    known = time.monotonic()
+                state = answered() if answered and stop["complete"] is None else None
+                seen = round(time.monotonic() - t0, 1)
+                if state and stop["report"] is None:
+                    stop["report"] = seen
+                if state == "complete":
+                    stop["complete"] = seen
         if status is None:
             p.terminate()
             try:
@@ -242,7 +259,7 @@ def supervise(argv, out, limit, answered=None, grace=5):
     finally:
         with LIVE_LOCK:
             LIVE.discard(p)
-    return status, timed_out, early
+    return status, timed_out, stop
 
 
 def kvm_works(image, initrd):

@@ -287,7 +287,8 @@ job_id.n = 0
 
 def run_local(arch, accel, smp, job, rundir, limit, answered=None, jobs=1, alone=False):
     """One job through lava-run on this machine, in a guest slot of its own.
-    Returns (lava-run status, timed out, seconds, stopped early, record)."""
+    Returns (lava-run status, timed out, seconds, stop (guest.supervise()'s),
+    record)."""
     d = os.path.join(rundir, "lava")
     os.makedirs(d, exist_ok=True)
     dump(device_config(arch, smp, accel), os.path.join(d, "device.yaml"))
@@ -302,7 +303,7 @@ def run_local(arch, accel, smp, job, rundir, limit, answered=None, jobs=1, alone
         with open(log, "w") as out:
             # LAVA has its own timeouts (the job's); krepro's limit is the
             # backstop, with time for LAVA's own steps.
-            status, krepro_timeout, early = guest.supervise(
+            status, krepro_timeout, stop = guest.supervise(
                 argv, out, job["timeouts"]["job"]["seconds"] + 60,
                 answered=(lambda: answered(console_text(log))) if answered else None, grace=20)
         secs = round(time.monotonic() - t0, 1)
@@ -310,7 +311,7 @@ def run_local(arch, accel, smp, job, rundir, limit, answered=None, jobs=1, alone
     rec = {"via": "lava-run", "job": os.path.relpath(os.path.join(d, "job.yaml"), os.path.dirname(rundir)),
            "lava_log": os.path.relpath(log, os.path.dirname(rundir)), "lava_results": lava_results(entries),
            "lava_error": first_error(entries)}
-    return status, krepro_timeout or timed_out(entries), secs, early, rec
+    return status, krepro_timeout or timed_out(entries), secs, stop, rec
 
 
 
@@ -338,8 +339,8 @@ def publish(path, artifacts):
 
 def run_lab(identity, job, rundir, answered=None):
     """Submit one job with lavacli, follow its log to the end, read it back.
-    Returns (0 when LAVA says Complete, timed out, seconds, stopped early,
-    record)."""
+    Returns (0 when LAVA says Complete, timed out, seconds, stop
+    (guest.supervise()'s), record)."""
     d = os.path.join(rundir, "lava")
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "job.yaml")
@@ -355,13 +356,13 @@ def run_lab(identity, job, rundir, answered=None):
     try:
         with open(log, "w") as out:
             # Queueing at the lab counts too: a day at most.
-            _, _, early = guest.supervise(
+            _, _, stop = guest.supervise(
                 cli + ["logs", "--raw", jid], out, 24 * 3600,
                 answered=(lambda: answered(console_text(log))) if answered else None)
     except BaseException:
         subprocess.run(cli + ["cancel", jid], capture_output=True)
         raise
-    if early:
+    if stop["early"]:
         subprocess.run(cli + ["cancel", jid], capture_output=True)
     secs = round(time.monotonic() - t0, 1)
     show = subprocess.run(cli + ["show", jid, "--yaml"], capture_output=True, text=True)
@@ -371,4 +372,4 @@ def run_lab(identity, job, rundir, answered=None):
            "job": os.path.relpath(path, os.path.dirname(rundir)),
            "lava_log": os.path.relpath(log, os.path.dirname(rundir)), "lava_results": lava_results(entries),
            "lava_error": first_error(entries)}
-    return (0 if health == "Complete" else 1), timed_out(entries), secs, early, rec
+    return (0 if health == "Complete" else 1), timed_out(entries), secs, stop, rec

@@ -348,16 +348,6 @@ def signature_matches(report, sig):
     return True
 
 
-def bug_reported(console, meta):
-    """Has the console, so far, a report after the start mark that matches
-    the reproducer's signatures? (The guest may then be stopped early.)"""
-    sigs = meta.get("signatures") or []
-    if not sigs:
-        return False
-    res = decide(console, meta)
-    return res["outcome"] == "FAIL" and (res["signature"] or "").startswith("report: ")
-
-
 def hang_is_bug(meta):
     return any(s.get("kind") == "HANG" for s in meta.get("signatures") or [])
 

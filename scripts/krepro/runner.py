@@ -15,7 +15,8 @@ import time
 from . import arches, decode, distro, evidence, guest, lava, rates, render, stats
 from .guest import log
 from .paths import SCRIPTS, TOP, build, cache, kernels as kernels_dir, read
-from .reports import bug_reported, decide, evidence_crash
+from .answer import Watch
+from .reports import decide, evidence_crash
 
 USAGE = 128      # git bisect run aborts on a status >= 128
 UNDECIDED = 125  # git bisect run skips the commit
@@ -538,9 +539,9 @@ class Run:
                 log(f"{repro} on {kernel.label}: QEMU waits for gdb at its first instruction; "
                     f"in another terminal:\n  {gdb_command(kernel, self.o.gdb)}")
             argv += self.o.qemu_extra
-            status, timed_out, secs, early = guest.boot(
+            status, timed_out, secs, stop = guest.boot(
                 argv, rundir, limit, self.o.keep,
-                answered=lambda: bug_reported(read(os.path.join(rundir, "console.log")), m),
+                answered=Watch(m, os.path.join(rundir, "console.log"), os.path.join(rundir, "ktap.txt")),
                 jobs=self.jobs, alone=bool(m.get("alone")))
         else:
             local = self.o.via == "lava-run"
@@ -549,22 +550,23 @@ class Run:
                                       url(kernel.image), url(kernel.initrd or self.o.initrd), cmdline, limit,
                                       disk and url(lava.compact_disk(disk)), smp)
             if local:
-                status, timed_out, secs, early, via = lava.run_local(
+                status, timed_out, secs, stop, via = lava.run_local(
                     self.arch, self.record["accel"], smp, job, rundir, limit,
-                    answered=lambda con: bug_reported(con, m), jobs=self.jobs,
+                    answered=Watch(m), jobs=self.jobs,
                     alone=bool(m.get("alone")))
             else:
                 try:
-                    status, timed_out, secs, early, via = lava.run_lab(
-                        self.o.via[5:], job, rundir, answered=lambda con: bug_reported(con, m))
+                    status, timed_out, secs, stop, via = lava.run_lab(
+                        self.o.via[5:], job, rundir, answered=Watch(m))
                 except lava.LabError as e:
                     return dict(base, outcome="BROKEN", evidence=f"the lab did not take the job: {e}",
                                 seconds=0.0, reports=[], exit=None, signature=None, timed_out=False,
                                 qemu_status=None, via=self.o.via)
         res = decide(read(os.path.join(rundir, "console.log")), m,
                      read(os.path.join(rundir, "ktap.txt")), timed_out, status)
-        if early:
-            res["evidence"] += f" ; guest stopped {guest.AFTER_REPORT:.0f} s after the report"
+        if stop["early"]:
+            res["evidence"] += (" ; guest stopped when its answer was complete" if stop["complete"] is not None
+                                else f" ; guest stopped {guest.AFTER_REPORT:g} s after the report ended")
         if res["outcome"] in ("BROKEN", "HANG") and via.get("lava_error"):
             res["evidence"] += f" ; LAVA: {via['lava_error']}"
         title = next((r["title"] for r in res["reports"] if r.get("line", 0) >= (res["mark_line"] or 1 << 30)), None)
@@ -576,7 +578,8 @@ class Run:
             or any(mark is not None and r["line"] < mark for r in res["reports"]))
         out = dict(base, outcome=res["outcome"], evidence=res["evidence"], seconds=secs, infra=infra,
                    signature=res["signature"], report_title=title, reports=res["reports"][:20],
-                   exit=res["exit"], timed_out=timed_out, stopped_early=early, qemu_status=status,
+                   exit=res["exit"], timed_out=timed_out, stopped_early=stop["early"],
+                   report_seen=stop["report"], answer_complete=stop["complete"], qemu_status=status,
                    **via)
         if out["outcome"] in ("FAIL", "OTHER"):
             self.decode_report(kernel, out, rundir)
