@@ -31,6 +31,8 @@ def compact(run, kernels, accel, date):
             "outcome": run["outcome"], "seconds": run.get("seconds"),
             "signature": run.get("signature"), "evidence": (run.get("evidence") or "")[:300],
             "report_title": run.get("report_title"), "infra": bool(run.get("infra")),
+            "stopped_early": bool(run.get("stopped_early")), "report_seen": run.get("report_seen"),
+            "answer_complete": run.get("answer_complete"),
             "accel": run.get("accel") or accel, "date": date}
 
 

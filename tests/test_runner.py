@@ -475,6 +475,30 @@ class Runner(unittest.TestCase):
         with open(os.path.join(self.results, "junit.xml")) as f:
             self.assertIn('name="verdict" value="FAIL 2/2"', f.read())
 
+    def calibrate_cut_short(self):
+        self.set_plan("bug-report", "bug-report", "hang")
+        p = subprocess.Popen([RUN, "--results", self.results, "--replace", "--kernel", "unpatched",
+                              "--repeat", "5", "--record-rates", "fake-bug"],
+                             env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 60
+        while self.boots() < 3 and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGINT)
+        out = p.communicate(timeout=60)[0]
+        self.assertEqual(p.returncode, 130, out)
+        with open(os.path.join(self.tmp, "repro", "fake-bug", "fail-rate.json")) as f:
+            return json.load(f)["x86_64"]
+
+    def test_calibration_cut_short_keeps_what_it_measured(self):
+        rec = self.calibrate_cut_short()
+        self.assertEqual((rec["fails"], rec["runs"], rec["planned"]), (2, 2, 5))
+        # ... but not over a longer record of the same build.
+        path = os.path.join(self.tmp, "repro", "fake-bug", "fail-rate.json")
+        with open(path, "w") as f:
+            json.dump({"x86_64": dict(rec, fails=20, runs=20, planned=None)}, f)
+        self.assertEqual(self.calibrate_cut_short()["runs"], 20)
+
     def test_interrupted_run_keeps_what_finished(self):
         self.interrupt(signal.SIGINT)
 

@@ -380,6 +380,6 @@ def main(argv):
     except OSError as e:
         return fail(f"cannot create {o.results}: {e}")
     code = runner.main_run(o)
-    if o.record_rates and code in (0, 1):
+    if o.record_rates and code in (0, 1, render.INTERRUPTED):
         runner.record_rates(o)
     return code

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 
+from . import paths
 from .paths import TOP, build
 
 
@@ -68,7 +69,7 @@ def sources(repro_dir=None):
     krepro_reproducer() call) and repro/<id>/<id>.c (a .not_in_matrix
     field). Names and arches are checked against this before any build.
     KREPRO_REPRO_DIR names another repro/ (the runner's tests use fakes)."""
-    repro_dir = repro_dir or os.environ.get("KREPRO_REPRO_DIR") or os.path.join(TOP, "repro")
+    repro_dir = repro_dir or paths.repro_dir()
     table = {}
     for path in sorted(glob.glob(os.path.join(repro_dir, "*", "CMakeLists.txt"))):
         d = os.path.dirname(path)

@@ -12,6 +12,12 @@ def cache():
     return c
 
 
+def repro_dir():
+    """The reproducers' sources: repro/, or KREPRO_REPRO_DIR (the runner's
+    tests use fakes)."""
+    return os.environ.get("KREPRO_REPRO_DIR") or os.path.join(TOP, "repro")
+
+
 def build():
     return os.environ.get("KREPRO_BUILD") or os.path.join(TOP, "build")
 

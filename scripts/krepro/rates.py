@@ -21,11 +21,11 @@ import datetime
 import json
 import os
 
-from .paths import TOP, cache
+from .paths import cache, repro_dir
 
 
 def repo_path(repro):
-    return os.path.join(TOP, "repro", repro, "fail-rate.json")
+    return os.path.join(repro_dir(), repro, "fail-rate.json")
 
 
 def cache_path(repro, arch):
@@ -70,7 +70,8 @@ def describe(rec):
         build += f" under {accel_of(rec)}"
     base = rec.get("base")
     if "added_runs" not in rec:
-        return f"{rec['fails']}/{rec['runs']} recorded {rec.get('date', '?')}, build {build}{carried(rec)}"
+        cut = f" (calibration of {rec['planned']} cut short)" if rec.get("planned") else ""
+        return f"{rec['fails']}/{rec['runs']} recorded {rec.get('date', '?')}, build {build}{carried(rec)}{cut}"
     if base and base.get("build") == rec.get("build"):
         return (f"{base['fails']}/{base['runs']} recorded {base.get('date', '?')}, build {build}"
                 f"{carried(base)}, +{rec['added_fails']}/{rec['added_runs']} in rows here since")
@@ -119,12 +120,23 @@ def add_runs(repro, arch, build, fails, runs, accel):
     _write(cache_path(repro, arch), cached)
 
 
-def record(repro, arch, build, fails, runs, seconds, commit, accel):
-    """A calibration: replaces the committed record for this arch."""
+def record(repro, arch, build, fails, runs, seconds, commit, accel, planned=None):
+    """A calibration: replaces the committed record for this arch. One still
+    running or interrupted (runs < planned) says so, and replaces a record of
+    the same build only once it has at least as many runs: what a longer
+    calibration measured is not lost to a shorter one. Returns whether it
+    was written."""
     path = repo_path(repro)
     data = _load(path) or {}
+    old = data.get(arch)
+    partial = planned is not None and runs < planned
+    if partial and old and old.get("build") == build and old.get("runs", 0) > runs:
+        return False
     secs = sorted(seconds)
     data[arch] = {"build": build, "fails": fails, "runs": runs, "accel": accel,
                   "date": datetime.date.today().isoformat(), "krepro": commit,
                   "seconds": [secs[0], secs[len(secs) // 2], secs[-1]] if secs else []}
+    if partial:
+        data[arch]["planned"] = planned
     _write(path, data)
+    return True

@@ -327,6 +327,8 @@ class Run:
         with open(path + ".tmp", "w") as f:
             json.dump(self.record, f, indent=1)
         os.replace(path + ".tmp", path)
+        if self.o.record_rates and self.record["runs"]:
+            record_rates(self.o, self.record)
 
     def rate_for(self, pr):
         """((fails, runs, source) or None, what the records said): rate_record()."""
@@ -771,15 +773,20 @@ def main_run(o):
     return render.render(o.results, any_report=o.any_report)
 
 
-def record_rates(o):
-    """make calibrate: the bug rows just run become the committed records."""
-    with open(os.path.join(o.results, "run.json")) as f:
-        rec = json.load(f)
+def record_rates(o, rec=None):
+    """make calibrate: the bug rows run so far become the committed records.
+    Called after every guest (a calibration cut short keeps what it
+    measured) and once at the end."""
+    if rec is None:
+        with open(os.path.join(o.results, "run.json")) as f:
+            rec = json.load(f)
     build_id = unpatched_build(o.arch)
     for r in o.repros:
         runs = [x for x in rec["runs"] if x["repro"] == r and x["kernel"] == "unpatched"]
         trials = [x for x in runs if x["outcome"] in ("FAIL", "PASS", "OTHER")]
+        if not trials:
+            continue
         fails = sum(1 for x in trials if x["outcome"] == "FAIL")
-        rates.record(r, o.arch, build_id, fails, len(trials), [x["seconds"] for x in runs],
-                     rec["krepro"], rec["accel"])
-        log(f"{r}: FAIL {fails}/{len(trials)} recorded in {os.path.relpath(rates.repo_path(r), TOP)}")
+        if rates.record(r, o.arch, build_id, fails, len(trials), [x["seconds"] for x in runs],
+                        rec["krepro"], rec["accel"], planned=o.repeat) and len(trials) >= o.repeat:
+            log(f"{r}: FAIL {fails}/{len(trials)} recorded in {os.path.relpath(rates.repo_path(r), TOP)}")
