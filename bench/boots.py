@@ -17,7 +17,6 @@ import datetime
 import json
 import os
 import platform
-import re
 import shutil
 import statistics
 import subprocess
@@ -29,7 +28,6 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 from krepro import guest, reports, runner  # noqa: E402
 
-STARTED = re.compile(r"krepro-init: started, uptime ([0-9.]+) s")
 
 
 def one_boot(arch, image, initrd, append, logdir):
@@ -38,9 +36,9 @@ def one_boot(arch, image, initrd, append, logdir):
     status, timed_out, secs, _ = guest.boot(argv, logdir, 120)
     with open(os.path.join(logdir, "console.log"), errors="replace") as f:
         console = f.read()
-    m = STARTED.search(console)
+    up = guest.boot_seconds(console)
     crashes = list(reports.crashes(console))
-    return {"init": bool(m), "uptime_at_init": float(m.group(1)) if m else None,
+    return {"init": up is not None, "uptime_at_init": up,
             "seconds": secs, "qemu_status": status, "timed_out": timed_out,
             "report": crashes[0]["title"] if crashes else None}
 

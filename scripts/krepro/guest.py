@@ -2,6 +2,7 @@
 import contextlib
 import fcntl
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -191,6 +192,16 @@ def boot(argv, rundir, limit, keep=False, answered=None, jobs=1, alone=False):
         with open(os.path.join(rundir, "qemu.log"), "w") as out:
             status, timed_out, stop = supervise(argv, out, limit, answered)
         return status, timed_out, round(time.monotonic() - t0, 1), stop
+
+
+# init's first line says how long the kernel took to reach it.
+INIT_UPTIME = re.compile(r"krepro-init: started, uptime ([0-9.]+) s")
+
+
+def boot_seconds(console):
+    """The guest's uptime when /init started (boot to init), or None."""
+    m = INIT_UPTIME.search(console)
+    return float(m.group(1)) if m else None
 
 
 def kill_group(p):

@@ -564,8 +564,8 @@ class Run:
                     return dict(base, outcome="BROKEN", evidence=f"the lab did not take the job: {e}",
                                 seconds=0.0, reports=[], exit=None, signature=None, timed_out=False,
                                 qemu_status=None, via=self.o.via)
-        res = decide(read(os.path.join(rundir, "console.log")), m,
-                     read(os.path.join(rundir, "ktap.txt")), timed_out, status)
+        console = read(os.path.join(rundir, "console.log"))
+        res = decide(console, m, read(os.path.join(rundir, "ktap.txt")), timed_out, status)
         if stop["early"]:
             res["evidence"] += (" ; guest stopped when its answer was complete" if stop["complete"] is not None
                                 else f" ; guest stopped {guest.AFTER_REPORT:g} s after the report ended")
@@ -578,7 +578,8 @@ class Run:
         infra = res["outcome"] == "BROKEN" and not self.o.keep and (
             res["init_line"] is None or (mark is None and res["exit"] is None)
             or any(mark is not None and r["line"] < mark for r in res["reports"]))
-        out = dict(base, outcome=res["outcome"], evidence=res["evidence"], seconds=secs, infra=infra,
+        out = dict(base, outcome=res["outcome"], evidence=res["evidence"], seconds=secs,
+                   boot=guest.boot_seconds(console), infra=infra,
                    signature=res["signature"], report_title=title, reports=res["reports"][:20],
                    exit=res["exit"], timed_out=timed_out, stopped_early=stop["early"],
                    report_seen=stop["report"], answer_complete=stop["complete"], qemu_status=status,
@@ -640,8 +641,8 @@ class Run:
                                tmp, prepare=True)
         status, timed_out, secs, _ = guest.boot(argv, rundir, int(m.get("timeout") or 60) + 60,
                                                 jobs=self.jobs)
-        res = decide(read(os.path.join(rundir, "console.log")), m,
-                     read(os.path.join(rundir, "ktap.txt")), timed_out, status)
+        console = read(os.path.join(rundir, "console.log"))
+        res = decide(console, m, read(os.path.join(rundir, "ktap.txt")), timed_out, status)
         self.record["prepare"].append({"repro": repro, "outcome": res["outcome"],
                                        "evidence": res["evidence"], "seconds": secs,
                                        "log": f"prepare/{repro}/console.log"})
