@@ -296,11 +296,27 @@ machine_lock() {
 	fi
 }
 
+# Every named flavour's image is current (the tree is unpacked and each
+# stamp matches).
+all_current() {
+	local f
+	git_tree rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1 || return 1
+	for f; do
+		image_current "$(kernel_image "$f")" "$(flavour_stamp "$f")" || return 1
+	done
+}
+
 cmd_build() {
-	machine_lock
-	cmd_tree
 	local f
 	[ $# -gt 0 ] || set -- $KREPRO_FLAVOURS
+	# Nothing to build takes no lock: `make kernels` before a run does not
+	# wait for other runs' guests to finish.
+	if all_current "$@"; then
+		for f in "$@"; do log "$f kernel is up to date: $(kernel_image "$f")"; done
+		return 0
+	fi
+	machine_lock
+	cmd_tree
 	for f in "$@"; do build_flavour "$f"; done
 }
 
