@@ -17,6 +17,15 @@
 #                              minutes on 2 cores (ARCH=arm for the ARM kernel)
 #   bench/bench.sh --sequential-only
 #                              the sequential matrix only
+#   bench/bench.sh --baseline REV
+#                              the sequential matrix, and before it the same
+#                              matrix run by commit REV's own runner, guest
+#                              image and recorded rates (a temporary worktree;
+#                              the cached kernels are shared): the old
+#                              behaviour beside the new, with the ratio
+#   --record FILE              also write the matrix runs as a bench record
+#                              (bench/matrix-record.py: every guest's boot and
+#                              seconds, every row's guests)
 #
 # REPROS (default: the x86_64 matrix) limits the reproducers; ARCH=arm the
 # ARM matrix. Never run it beside another build: TCG guests stall when the
@@ -27,14 +36,26 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 MISS=${MISS:-0.01}
 REPEAT=${REPEAT:-5}
 ARCH=${ARCH:-x86_64}
-cold=0 fixed=1 debug_info=0
-for a in "$@"; do
-	case $a in
+cold=0 fixed=1 debug_info=0 baseline= record=
+while [ $# -gt 0 ]; do
+	case $1 in
 	--cold) cold=1 ;;
 	--cold-debug-info) debug_info=1 ;;
 	--sequential-only) fixed=0 ;;
-	*) die "unknown argument $a (see the top of $0)" ;;
+	--baseline)
+		[ $# -ge 2 ] || die "--baseline needs a commit"
+		baseline=$(git -C "$TOP" rev-parse --verify -q "$2^{commit}") || die "--baseline $2: no such commit"
+		fixed=0
+		shift
+		;;
+	--record)
+		[ $# -ge 2 ] || die "--record needs a file"
+		record=$2
+		shift
+		;;
+	*) die "unknown argument $1 (see the top of $0)" ;;
 	esac
+	shift
 done
 
 if [ "$cold" = 1 ]; then
@@ -93,39 +114,35 @@ done
 
 mkdir -p "$TOP/results"
 repros=${REPROS:-$("$TOP/run-in-qemu.sh" --arch "$ARCH" --list)}
-matrix() { # label results-dir run-in-qemu options...
-	local label=$1 dir=$2 t0
-	shift 2
-	t0=$(date +%s)
+matrix() { # label results-dir checkout run-in-qemu options...
+	local label=$1 dir=$2 top=$3
+	shift 3
 	# shellcheck disable=SC2086
-	"$TOP/run-in-qemu.sh" --arch "$ARCH" --results "$dir" --kernel unpatched --kernel patched \
+	"$top/run-in-qemu.sh" --arch "$ARCH" --results "$dir" --kernel unpatched --kernel patched \
 		--expect "$@" $repros >"$dir.log" 2>&1 || true
-	echo "$label $(($(date +%s) - t0))" >>"$dir.wall"
 }
-seq_dir=$(mktemp -u "$TOP/results/bench-seq.XXXXXX")
-echo "== the matrix, sequential (miss <= $MISS): $seq_dir"
-matrix sequential "$seq_dir" --miss "$MISS"
-dirs=("$seq_dir")
-if [ "$fixed" = 1 ]; then
-	fix_dir=$(mktemp -u "$TOP/results/bench-fixed.XXXXXX")
-	echo "== the matrix, fixed REPEAT=$REPEAT: $fix_dir"
-	matrix fixed "$fix_dir" --repeat "$REPEAT"
-	dirs+=("$fix_dir")
+stamp=$(date +%Y%m%d-%H%M%S)
+runs=()
+if [ -n "$baseline" ]; then
+	# The old behaviour in the same bench run: that commit's own runner,
+	# guest image and recorded rates, on the same cached kernels.
+	old=$(mktemp -d "$KREPRO_CACHE/bench-baseline.XXXXXX")
+	trap 'git -C "$TOP" worktree remove --force "$old" 2>/dev/null; rm -rf "$old"' EXIT
+	git -C "$TOP" worktree add -q --detach "$old" "$baseline"
+	dir=$TOP/results/bench-$stamp-baseline
+	echo "== the matrix at $baseline (sequential, miss <= $MISS): $dir"
+	matrix baseline "$dir" "$old" --miss "$MISS"
+	runs+=("baseline=$dir")
 fi
-PYTHONPATH=$TOP/scripts python3 - "${dirs[@]}" <<'PY'
-import json, statistics, sys
-print(f"{'mode':<12} {'wall':>8} {'guests':>7} {'guest s':>8}  rows as expected")
-walls = []
-for d in sys.argv[1:]:
-    rec = json.load(open(f"{d}/run.json"))
-    label, wall = open(f"{d}.wall").read().split()
-    walls.append(int(wall))
-    secs = sum(r["seconds"] or 0 for r in rec["runs"])
-    ok = sum(1 for r in rec["rows"] if r.get("as_expected"))
-    print(f"{label:<12} {int(wall) // 60:>4}m{int(wall) % 60:02d}s {len(rec['runs']):>7} {secs:>8.0f}  "
-          f"{ok}/{len(rec['rows'])}")
-    for r in rec["rows"]:
-        print(f"    {r['repro']:<20} {r['kernel']:<10} {r['runs']:>3} guests  {r['cell']}")
-if len(walls) == 2:
-    print(f"sequential / fixed wall time: {walls[0] / walls[1]:.2f}")
-PY
+dir=$TOP/results/bench-$stamp-sequential
+echo "== the matrix, sequential (miss <= $MISS): $dir"
+matrix sequential "$dir" "$TOP" --miss "$MISS"
+runs=("sequential=$dir" "${runs[@]}")
+if [ "$fixed" = 1 ]; then
+	dir=$TOP/results/bench-$stamp-fixed
+	echo "== the matrix, fixed REPEAT=$REPEAT: $dir"
+	matrix fixed "$dir" "$TOP" --repeat "$REPEAT"
+	runs+=("fixed=$dir")
+fi
+"$TOP/bench/matrix-record.py" ${record:+--record "$record"} \
+	--what "the $ARCH matrix, warm kernels${baseline:+, beside the matrix at $baseline}" "${runs[@]}"

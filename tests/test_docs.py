@@ -5,7 +5,9 @@
     bench/records/<name>.json, in the table's last column ("record"); the
     record exists, has the fields every record has, and each of its
     "figures" values appears in the row's text. Every record is named by a
-    row.
+    row. A record of kind "matrix" (bench/matrix-record.py) has its runs
+    instead of figures, and its rows are a generated table: the tables
+    between bench/perf-tables.py's markers must be what the records make.
 (b) No page (README.md, docs/*.md, repro/*/README.md) cites DESIGN.md or
     shared/, or tells how a fact was found ("search tool", "session",
     "helper"). Whole words, case-insensitive: a kernel file such as
@@ -110,6 +112,11 @@ def check_performance_records():
                 except ValueError as e:
                     check(False, f"{rel(path)}: not JSON: {e}")
                     continue
+                if rec.get("kind") == "matrix":
+                    missing = [k for k in ("date", "what", "machine", "runs", "raw") if not rec.get(k)]
+                    check(not missing, f"{rel(path)}: a matrix record wants date, what, machine, runs "
+                                       f"and raw (missing: {', '.join(missing)})")
+                    continue
                 missing = [k for k in RECORD_FIELDS if k not in rec]
                 figures = rec.get("figures")
                 if missing or not isinstance(figures, dict) or not figures or not rec.get("raw"):
@@ -173,8 +180,22 @@ def check_links():
             check(ok, f"{rel(path)}:{line}: link {target} points at nothing")
 
 
+def check_generated_tables():
+    sys.path.insert(0, os.path.join(TOP, "bench"))
+    import importlib
+    tables_mod = importlib.import_module("perf-tables")
+    text = read(PERF)
+    check(tables_mod.rewrite(text) == text,
+          "docs/performance.md: a generated table is not what bench/records/ makes "
+          "(run bench/perf-tables.py)")
+    for name in tables_mod.TABLES:
+        check(tables_mod.BEGIN.format(name) in text,
+              f"docs/performance.md: the generated table {name!r} has no place (its markers)")
+
+
 def main():
     check_performance_records()
+    check_generated_tables()
     check_forbidden_words()
     check_readme_figures()
     check_links()
