@@ -32,6 +32,14 @@ class Ktap(unittest.TestCase):
         # An indented point belongs to a subtest, not to the top-level plan.
         self.assertFalse(answer.ktap_complete("1..1\n    1..1\n    ok 1 inner\n"))
 
+    def test_every_case_point_is_enough(self):
+        # The harness's scan point comes after the test process exits; the
+        # cases' verdicts are the reproducer's own lines.
+        ktap = "KTAP version 1\n1..3\nok 1 a\nnot ok 2 b # FAIL why\n"
+        self.assertFalse(answer.ktap_complete(ktap))
+        self.assertFalse(answer.ktap_complete(ktap, ["a", "b", "c"]))
+        self.assertTrue(answer.ktap_complete(ktap, ["a", "b"]))
+
     def test_no_plan_is_never_complete(self):
         self.assertFalse(answer.ktap_complete("ok 1 a\n"))
 

@@ -24,19 +24,27 @@ from .reports import REPORT_END, TRACE_LINES, console_lines, decide
 QUIET = 2.0
 
 PLAN = re.compile(r"^1\.\.([0-9]+)")
-POINT = re.compile(r"^(not )?ok [0-9]+")
+POINT = re.compile(r"^(?:not )?ok [0-9]+ ([^#]*?)\s*(?:#|$)")
 
 
-def ktap_complete(ktap):
-    """Every top-level test point of the stream's plan is on it."""
-    want, have = None, 0
+def ktap_complete(ktap, cases=()):
+    """Every top-level test point of the stream's plan is on it, or a point
+    for every one of the reproducer's cases (the harness's own point, its
+    scan after the cases, comes only once the test process has exited,
+    which a kernel that oopsed can keep from ever happening)."""
+    want, have, names = None, 0, set()
     for line in ktap.splitlines():
         m = PLAN.match(line)
         if m and want is None:
             want = int(m.group(1))
-        elif POINT.match(line):
+            continue
+        m = POINT.match(line)
+        if m:
             have += 1
-    return want is not None and have >= want
+            names.add(m.group(1))
+    if want is not None and have >= want:
+        return True
+    return bool(cases) and set(cases) <= names
 
 
 def report_ended(console, line):
@@ -76,6 +84,6 @@ class Watch:
         bug = next(r for r in res["reports"] if r.get("bug"))
         if not (report_ended(console, bug["line"]) or now - self.quiet_since >= QUIET):
             return None
-        if self.ktap_path and ktap_complete(read(self.ktap_path)):
+        if self.ktap_path and ktap_complete(read(self.ktap_path), self.meta.get("cases") or ()):
             return "complete"
         return "report"
