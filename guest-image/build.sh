@@ -4,6 +4,12 @@
 #   build.sh [--arch x86_64|arm] OUTPUT REPRO_BIN_DIR
 # The image is an uncompressed newc cpio: the kernel unpacks it without a
 # decompressor, which is the fastest way under TCG.
+# Beside OUTPUT, repro/<id>.cpio is each reproducer's own image: busybox,
+# /init, that reproducer and only the programs it declares (PROGRAMS in its
+# CMakeLists.txt, REPRO_BIN_DIR/<id>.programs). The kernel unpacks the
+# initramfs before /init runs, on the boot's critical path (19 MB of the
+# whole image took 1.9 s of a 5.8 s boot under TCG and KASAN); a guest that
+# runs one reproducer boots its own.
 #
 # The x86_64 image takes the host's busybox and programs. The arm image takes
 # busybox from Debian's armhf busybox-static (downloaded, not installed: it
@@ -86,7 +92,7 @@ inputs() {
 	dpkg-query -W -f='${Package} ${Version}\n' "${pkgs[@]}"
 }
 stamp=$(inputs | sha256sum | cut -d' ' -f1)
-if [ -f "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ]; then
+if [ -f "$out" ] && [ -d "$(dirname "$out")/repro" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ]; then
 	exit 0
 fi
 
@@ -104,35 +110,71 @@ else
 fi
 install -m 0755 "$here/init" "$stage/init"
 
-# Every library a program loads, at the same paths as on the host (none for
-# a static program).
+# The host path of a userspace.list program (dies when it is missing).
+program_path() {
+	local pkg p
+	pkg=$(awk -v p="$1" '$1 !~ /^#/ && $2 == p { print $1 }' "$list")
+	[ -n "$pkg" ] || die "$1 is not in $list"
+	p=$(command -v "$1" || true)
+	[ -n "$p" ] || p=$(dpkg -L "$pkg" | grep -E "/s?bin/$1\$" | head -1)
+	[ -n "$p" ] && [ -x "$p" ] || die "$1 (package $pkg) not found on the host"
+	echo "$p"
+}
+# A program and every library it loads, at the same paths as on the host.
+# Busybox has applets of the same name (ip): the real one goes first in PATH.
+add_program() {
+	rm -f "$stage/bin/$1"
+	copy_with_libs "$(program_path "$1")"
+}
+# A reproducer, with its libraries (none for a static one).
+add_repro() {
+	install -m 0755 "$1" "$stage/repro/$(basename "$1")"
+	if [ "$native" = 1 ]; then
+		copy_libs "$1"
+	elif readelf -l "$1" 2>/dev/null | grep -q 'Requesting program interpreter'; then
+		# The host's ldd cannot resolve a foreign closure: foreign guests'
+		# reproducers are static (only x86_64 ones say DYNAMIC in their CMakeLists.txt).
+		die "$1 is dynamically linked; the $KREPRO_ARCH guest carries no libraries"
+	fi
+}
+
+base=$(mktemp -d)
+trap 'rm -rf "$stage" "$base"' EXIT
+cp -a "$stage/." "$base/"
+rm -rf "$(dirname "$out")/repro"
+mkdir -p "$(dirname "$out")/repro"
+
 if [ "$native" = 1 ]; then
 	while read -r pkg prog; do
 		case $pkg in "#"* | "") continue ;; esac
-		p=$(command -v "$prog" || true)
-		[ -n "$p" ] || p=$(dpkg -L "$pkg" | grep -E "/s?bin/$prog\$" | head -1)
-		[ -n "$p" ] && [ -x "$p" ] || die "$prog (package $pkg) not found on the host"
-		# Busybox has applets of the same name (ip): the real one goes first in PATH.
-		rm -f "$stage/bin/$prog"
-		copy_with_libs "$p"
+		add_program "$prog"
 	done <"$list"
 fi
-
 n=0
 for r in "$bindir"/*; do
 	[ -x "$r" ] || continue
-	install -m 0755 "$r" "$stage/repro/$(basename "$r")"
-	if [ "$native" = 1 ]; then
-		copy_libs "$r"
-	elif readelf -l "$r" 2>/dev/null | grep -q 'Requesting program interpreter'; then
-		# The host's ldd cannot resolve a foreign closure: foreign guests'
-		# reproducers are static (only x86_64 ones say DYNAMIC in their CMakeLists.txt).
-		die "$r is dynamically linked; the $KREPRO_ARCH guest carries no libraries"
-	fi
+	add_repro "$r"
 	n=$((n + 1))
 done
 [ "$n" -gt 0 ] || die "no reproducer binaries in $bindir"
-
 archive "$stage" "$out"
+all=$stage
+
+# Each reproducer's own image.
+for r in "$bindir"/*; do
+	[ -x "$r" ] || continue
+	id=$(basename "$r")
+	stage=$(mktemp -d)
+	cp -a "$base/." "$stage/"
+	if [ "$native" = 1 ] && [ -f "$r.programs" ]; then
+		for prog in $(cat "$r.programs"); do add_program "$prog"; done
+	fi
+	add_repro "$r"
+	archive "$stage" "$(dirname "$out")/repro/$id.cpio"
+	rm -rf "$stage"
+done
+stage=$all
+
 echo "$stamp" >"$out.stamp"
-log "guest image: $out ($(du -h "$out" | cut -f1), $n reproducers)"
+log "guest image: $out ($(du -h "$out" | cut -f1), $n reproducers); each one's own:" \
+	"$(cd "$(dirname "$out")/repro" && du -h ./*.cpio | sort -h | awk '{ sub("^./", "", $2); sub(".cpio$", "", $2); printf "%s%s %s", s, $2, $1; s = ", " }')"

@@ -573,6 +573,16 @@ class Runner(unittest.TestCase):
         with open(os.path.join(self.results, rundir, "qemu-cmdline")) as f:
             return f.read()
 
+    def test_a_reproducer_boots_its_own_image_where_there_is_one(self):
+        self.set_plan("pass", "pass")
+        own = os.path.join(self.tmp, "repro", "fake-clean.cpio")
+        with open(own, "w") as f:
+            f.write("its own")
+        self.assertEqual(self.run_krepro("--repeat", "1", "fake-clean", "fake-bug"), 0, self.out)
+        self.assertIn(f"-initrd {own} ", self.qemu_cmdline("fake-clean.unpatched.1"))
+        # The whole image for one that has none of its own.
+        self.assertIn(f"-initrd {os.path.join(self.tmp, 'initrd')} ", self.qemu_cmdline("fake-bug.unpatched.1"))
+
     def test_append_and_qemu_opts_reach_the_guest(self):
         self.set_plan("pass")
         self.assertEqual(self.run_krepro("--repeat", "1", "--append", "ftrace=function trace_buf_size=1M",

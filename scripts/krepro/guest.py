@@ -59,8 +59,20 @@ def qemu_argv(arch, accel, image, initrd, cmdline, smp, ktap, disk=None, prepare
     return argv
 
 
+def own_image(initrd, repro):
+    """The reproducer's own guest image, which guest-image/build.sh writes
+    beside the whole one (repro/<id>.cpio: only its binary and programs, a
+    quarter of the whole image's unpacking at boot); the whole image where
+    there is none (a KREPRO_INITRD of the user's)."""
+    own = os.path.join(os.path.dirname(initrd), "repro", f"{repro}.cpio")
+    return own if os.path.isfile(own) else initrd
+
+
 def kernel_cmdline(arch, repro, extra="", keep=False, prepare=False):
-    parts = [f"console={ARCHES[arch]['console']}", "loglevel=7", "panic=-1",
+    # Quiet boot, full console from /init on (guest-image/init): a boot's
+    # warnings and reports still reach the console. --append loglevel=7
+    # brings the boot's other lines back.
+    parts = [f"console={ARCHES[arch]['console']}", "loglevel=5", "krepro.loglevel=7", "panic=-1",
              "krepro.guest=1", f"krepro.run={repro}"]
     if extra:
         parts.append(extra)

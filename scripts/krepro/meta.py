@@ -56,7 +56,7 @@ def _source_arches(cmake_text):
     words = m.group(1).split()
     arches, on = [], False
     for w in words:
-        if w in ("ARCHES", "LIBS", "DYNAMIC"):
+        if w in ("ARCHES", "LIBS", "DYNAMIC", "PROGRAMS"):
             on = w == "ARCHES"
         elif on:
             arches.append(w)

@@ -534,7 +534,7 @@ class Run:
         via = {"via": self.o.via}
         if self.o.via == "qemu":
             argv = guest.qemu_argv(self.arch, self.record["accel"], kernel.image,
-                                   kernel.initrd or self.o.initrd, cmdline, smp,
+                                   kernel.initrd or guest.own_image(self.o.initrd, repro), cmdline, smp,
                                    os.path.join(rundir, "ktap.txt"), disk)
             if self.o.gdb:
                 argv += ["-gdb", f"tcp::{self.o.gdb}", "-S"]
@@ -549,7 +549,7 @@ class Run:
             local = self.o.via == "lava-run"
             url = lava.file_url if local else (lambda f: lava.publish(f, self.o.artifacts))
             job = lava.job_definition(self.arch, f"krepro {repro} on {kernel.label} run {n}",
-                                      url(kernel.image), url(kernel.initrd or self.o.initrd), cmdline, limit,
+                                      url(kernel.image), url(kernel.initrd or guest.own_image(self.o.initrd, repro)), cmdline, limit,
                                       disk and url(lava.compact_disk(disk)), smp)
             if local:
                 status, timed_out, secs, stop, via = lava.run_local(
@@ -636,8 +636,8 @@ class Run:
         rundir = os.path.join(self.results, "prepare", repro)
         os.makedirs(rundir, exist_ok=True)
         cmdline = guest.kernel_cmdline(self.arch, repro, m.get("cmdline", ""), prepare=True)
-        argv = guest.qemu_argv(self.arch, self.record["accel"], patched, self.o.initrd, cmdline,
-                               max(2, int(m.get("min_cpus") or 1)), os.path.join(rundir, "ktap.txt"),
+        argv = guest.qemu_argv(self.arch, self.record["accel"], patched,
+                               guest.own_image(self.o.initrd, repro), cmdline, max(2, int(m.get("min_cpus") or 1)), os.path.join(rundir, "ktap.txt"),
                                tmp, prepare=True)
         status, timed_out, secs, _ = guest.boot(argv, rundir, int(m.get("timeout") or 60) + 60,
                                                 jobs=self.jobs)
