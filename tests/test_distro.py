@@ -19,6 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 from krepro import distro  # noqa: E402
+from krepro.meta import Reproducer  # noqa: E402
 
 REL = "6.1.0-99-test-amd64"
 
@@ -84,11 +85,10 @@ class Distro(unittest.TestCase):
               "alias fs-xfs xfs\nalias crypto-crc32c crc32c_intel\nalias crc32c crc32c_intel\n"
               "alias crypto-crc32c crc32c_generic\nalias crc32c crc32c_generic\n"
               "alias net-pf-16-proto-12 nfnetlink\nalias pci:v00001AF4d*sv*sd*bc*sc*i* virtio_pci\n")
-        self.metas = {
-            "xfs-thing": {"name": "xfs-thing", "kconfig": ["CONFIG_XFS_FS", "CONFIG_BLK_DEV_LOOP"], "disk_mib": 0},
-            "can-thing": {"name": "can-thing", "kconfig": ["CONFIG_CAN"], "disk_mib": 0},
-            "nft-thing": {"name": "nft-thing", "kconfig": ["CONFIG_NF_TABLES_IPV4"], "disk_mib": 0},
-        }
+        self.metas = {r.name: r for r in (
+            Reproducer("xfs-thing", kconfig=("CONFIG_XFS_FS", "CONFIG_BLK_DEV_LOOP")),
+            Reproducer("can-thing", kconfig=("CONFIG_CAN",)),
+            Reproducer("nft-thing", kconfig=("CONFIG_NF_TABLES_IPV4",)))}
 
     def tearDown(self):
         shutil.rmtree(self.tmp)

@@ -5,7 +5,7 @@ import signal
 import sys
 
 from . import render, reports
-from .runner import USAGE
+from .protocol import INTERRUPTED, USAGE
 
 SUBCOMMANDS = ("run", "report", "gate", "classify")
 
@@ -175,7 +175,7 @@ def entry(argv):
     except KeyboardInterrupt:
         sub = argv[0] if argv and argv[0] in SUBCOMMANDS else None
         print(f"krepro: {sub + ': ' if sub else ''}interrupted", file=sys.stderr)
-        return render.INTERRUPTED
+        return INTERRUPTED
 
 
 sys.exit(entry(sys.argv[1:]))

@@ -305,8 +305,8 @@ class Plan:
         tops_all, wanted = set(), set()
         for r in repros:
             m = metas[r]
-            opts = implied(GUEST[arch] + (DISK if int(m.get("disk_mib") or 0) else []) +
-                           [k.split("=")[0] for k in m.get("kconfig", [])])
+            opts = implied(GUEST[arch] + (DISK if m.disk_mib else []) +
+                           [k.split("=")[0] for k in m.kconfig])
             tops, missing = [], []
             for opt in opts:
                 if cfg.get(opt) != "m":

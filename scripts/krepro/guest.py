@@ -10,7 +10,9 @@ import threading
 import time
 
 from .arches import ARCHES
-from .paths import cache
+from .backend import Backend, GuestResult
+from .paths import cache, read
+from .protocol import INIT_DONE
 
 
 def log(msg):
@@ -168,8 +170,7 @@ AFTER_REPORT = float(os.environ.get("KREPRO_AFTER_REPORT") or 20)
 def boot(argv, rundir, limit, keep=False, answered=None, jobs=1, alone=False):
     """Run one guest to its end or its time limit, its serial console in
     rundir/console.log. answered() says when the run's outcome is already
-    known (the bug's own report): see supervise().
-    Returns (qemu status, timed out, seconds, stopped early)."""
+    known (the bug's own report): see supervise()."""
     console = os.path.join(rundir, "console.log")
     if keep:
         argv = argv + ["-chardev", f"stdio,id=con,logfile={console},signal=off", "-serial", "chardev:con"]
@@ -183,10 +184,30 @@ def boot(argv, rundir, limit, keep=False, answered=None, jobs=1, alone=False):
     with guest_slot(jobs, alone):
         t0 = time.monotonic()
         if keep:
-            return subprocess.call(argv), False, round(time.monotonic() - t0, 1), False
+            return GuestResult(subprocess.call(argv), False, round(time.monotonic() - t0, 1))
         with open(os.path.join(rundir, "qemu.log"), "w") as out:
             status, timed_out, early = supervise(argv, out, limit, answered)
-        return status, timed_out, round(time.monotonic() - t0, 1), early
+        return GuestResult(status, timed_out, round(time.monotonic() - t0, 1), early)
+
+
+class Qemu(Backend):
+    """A guest that QEMU runs here. keep: on this terminal, kept up after
+    the reproducer; gdb: QEMU's gdbstub on that port, stopped at the first
+    instruction; extra: the user's QEMU options; prepare: the run writes its
+    disk (a reproducer's disk preparation)."""
+
+    def __init__(self, keep=False, gdb=None, extra=(), prepare=False):
+        self.keep, self.gdb, self.extra, self.prepare = keep, gdb, tuple(extra), prepare
+
+    def run(self, spec):
+        argv = qemu_argv(spec.arch, spec.accel, spec.image, spec.initrd, spec.cmdline, spec.cpus,
+                         os.path.join(spec.rundir, "ktap.txt"), spec.disk, prepare=self.prepare)
+        if self.gdb:
+            argv += ["-gdb", f"tcp::{self.gdb}", "-S"]
+        argv += self.extra
+        console = os.path.join(spec.rundir, "console.log")
+        answered = (lambda: spec.answered(read(console))) if spec.answered else None
+        return boot(argv, spec.rundir, spec.limit, self.keep, answered, spec.jobs, spec.alone)
 
 
 def kill_group(p):
@@ -261,7 +282,7 @@ def kvm_works(image, initrd):
         argv = qemu_argv("x86_64", "kvm", image, initrd, "console=ttyS0 panic=-1 krepro.guest=1", 1, None)
         boot(argv, d, 60)  # its console says whether init finished
         with open(os.path.join(d, "console.log"), errors="replace") as f:
-            if "krepro-init: done" in f.read():
+            if INIT_DONE in f.read():
                 return True
     log("KVM probe boot did not reach the end of init in 60 s: using TCG")
     return False

@@ -21,6 +21,7 @@ import datetime
 import json
 import os
 
+from .guest import log
 from .paths import TOP, cache
 
 
@@ -128,3 +129,17 @@ def record(repro, arch, build, fails, runs, seconds, commit, accel):
                   "date": datetime.date.today().isoformat(), "krepro": commit,
                   "seconds": [secs[0], secs[len(secs) // 2], secs[-1]] if secs else []}
     _write(path, data)
+
+
+def record_run(results, arch, repros, build):
+    """make calibrate: the unpatched rows of the run in results become the
+    committed records (build: the unpatched kernel's stamp)."""
+    with open(os.path.join(results, "run.json")) as f:
+        rec = json.load(f)
+    for r in repros:
+        runs = [x for x in rec["runs"] if x["repro"] == r and x["kernel"] == "unpatched"]
+        trials = [x for x in runs if x["outcome"] in ("FAIL", "PASS", "OTHER")]
+        fails = sum(1 for x in trials if x["outcome"] == "FAIL")
+        record(r, arch, build, fails, len(trials), [x["seconds"] for x in runs],
+               rec["krepro"], rec["accel"])
+        log(f"{r}: FAIL {fails}/{len(trials)} recorded in {os.path.relpath(repo_path(r), TOP)}")

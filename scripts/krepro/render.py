@@ -2,14 +2,15 @@
 status, and the gate's comparison.
 
 render() and gate() never raise on a bad run directory or run.json: they say
-what is wrong in one line on stderr and return runner.USAGE."""
+what is wrong in one line on stderr and return USAGE."""
 import json
 import os
 import statistics
 import sys
 from xml.sax.saxutils import escape, quoteattr
 
-from . import runner, stats
+from . import stats
+from .protocol import INTERRUPTED, UNDECIDED, USAGE
 from .decode import report_lines
 from .paths import read
 from .reports import evidence_crash
@@ -25,7 +26,7 @@ def row_record(repro, kernel, role, row, meta, expect, rate_note="", **extra):
     n = len(row.outcomes)
     rec = {"repro": repro, "kernel": kernel, "role": role, "decision": row.decision,
            "runs": n, "counts": counts, "fails": row.fails, "trials": row.trials,
-           "why": row.why, "fix": meta.get("fix", ""), "target_miss": row.target,
+           "why": row.why, "fix": meta.fix, "target_miss": row.target,
            "rate": None, "miss": None}
     if role == "bug":
         if row.rate is not None:
@@ -80,7 +81,6 @@ def cell(rec):
 
 # An interrupted run's status, re-rendered or not: 128 + SIGINT, as a shell
 # reports a Ctrl-C.
-INTERRUPTED = 130
 
 
 class BadRun(Exception):
@@ -225,7 +225,7 @@ def load(results, kind="report"):
 
 def refuse(prog, err):
     print(f"{prog}: {err}", file=sys.stderr)
-    return runner.USAGE
+    return USAGE
 
 
 def seconds_stats(runs):
@@ -265,7 +265,7 @@ def status(rec, any_report=False):
     if rec.get("interrupted"):
         return INTERRUPTED
     if not rec.get("finished"):
-        return runner.UNDECIDED
+        return UNDECIDED
     rows = rec["rows"]
     if rec.get("expect"):
         return 0 if rows and all(r.get("as_expected") for r in rows) else 1
@@ -273,7 +273,7 @@ def status(rec, any_report=False):
     if "FAIL" in ds or (any_report and "OTHER" in ds):
         return 1
     if not rows or any(d != "PASS" for d in ds):
-        return runner.UNDECIDED
+        return UNDECIDED
     return 0
 
 
@@ -529,7 +529,7 @@ def gate_record(results, rec, base, series):
     print(f"written: {results}/gate.md")
     if groups["regression"]:
         return 1
-    return runner.UNDECIDED if groups["undecided"] or partial else 0
+    return UNDECIDED if groups["undecided"] or partial else 0
 
 
 def write(path, text):

@@ -15,25 +15,20 @@ import os
 import re
 
 from .paths import TOP
+from .protocol import EXIT_OUTCOME, INIT, INIT_STARTED, RESULT_RE, START_RE
 
 PATTERNS_TSV = os.path.join(TOP, "repro", "lib", "kernel-reports.tsv")
 
 TIMESTAMP = re.compile(r"^\[\s*[0-9]+\.[0-9]+\]\s?")
 OFFSETS = re.compile(r"\+0x[0-9a-f]+/0x[0-9a-f]+")
-INIT_STARTED = re.compile(r"^krepro-init: started")
-START_MARK = re.compile(r"^krepro(-init)?: (running )?([A-Za-z0-9_.-]+)(: start)?$")
-RESULT = re.compile(r"^krepro-init: result name=([A-Za-z0-9_.-]+) exit=([0-9]+)")
 # Frames, in the order a line names them: x86 "func+0x1c/0x40", "RIP:
 # 0010:func+0x..."; ARM "[<c0..>] (func) from [<c0..>] (caller+0x..)" and,
 # without CONFIG_BACKTRACE_VERBOSE, " func from caller+0x..".
 FRAME = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\+0x[0-9a-f]+/0x[0-9a-f]+"
                    r"|\] \(([A-Za-z_][A-Za-z0-9_.]*)\)"
                    r"|^ *([A-Za-z_][A-Za-z0-9_.]*) from (?=[A-Za-z_])")
-REPORT_END = re.compile(r"^(---\[ end |={20,}$|krepro-init: )")
+REPORT_END = re.compile(r"^(---\[ end |={20,}$|" + INIT + ")")
 TRACE_LINES = 150
-
-OUTCOMES = ("PASS", "FAIL", "OTHER", "HANG", "BROKEN", "SKIP")
-EXIT_OUTCOME = {0: "PASS", 1: "FAIL", 2: "BROKEN", 4: "SKIP"}
 
 
 def load_patterns(path=PATTERNS_TSV):
@@ -50,10 +45,6 @@ def load_patterns(path=PATTERNS_TSV):
             kind, regex, title, stem = cols + [None] * (4 - len(cols))
             rows.append((kind, re.compile("^(?:" + regex + ")"), title, stem))
     return rows
-
-
-def kinds():
-    return {row[0] for row in load_patterns()}
 
 
 def console_lines(text):
@@ -336,13 +327,13 @@ def signature_matches(report, sig):
     (No signature looks in the allocation or free stacks: every declared
     bug's own function is in its crashing trace. A reproducer whose bug
     shows only there would add a signature field saying so.)"""
-    if sig.get("kind") in (None, "HANG"):
+    if sig.kind is None or sig.is_hang:
         return False
-    if not any(k == sig["kind"] and (not sig.get("title") or re.search(sig["title"], t))
+    if not any(k == sig.kind and (not sig.title or re.search(sig.title, t))
                for k, t in report.get("headers") or [[report["kind"], report["title"]]]):
         return False
-    if sig.get("frame"):
-        pat = re.compile(sig["frame"])
+    if sig.frame:
+        pat = re.compile(sig.frame)
         if not any(pat.fullmatch(f) for f in report.get("trace_frames", [])):
             return False
     return True
@@ -351,15 +342,10 @@ def signature_matches(report, sig):
 def bug_reported(console, meta):
     """Has the console, so far, a report after the start mark that matches
     the reproducer's signatures? (The guest may then be stopped early.)"""
-    sigs = meta.get("signatures") or []
-    if not sigs:
+    if not meta.signatures:
         return False
     res = decide(console, meta)
     return res["outcome"] == "FAIL" and (res["signature"] or "").startswith("report: ")
-
-
-def hang_is_bug(meta):
-    return any(s.get("kind") == "HANG" for s in meta.get("signatures") or [])
 
 
 def own_evidence(ktap, cases):
@@ -391,12 +377,12 @@ def landmarks(console, repro):
     the exit code init reported for it (each None when absent)."""
     init_line = mark_line = exit_code = None
     for n, l in console_lines(console):
-        if init_line is None and INIT_STARTED.match(l):
+        if init_line is None and l.startswith(INIT_STARTED):
             init_line = n
-        m = START_MARK.match(l)
+        m = START_RE.match(l)
         if mark_line is None and m and m.group(3) == repro and (m.group(2) or m.group(4)):
             mark_line = n
-        m = RESULT.match(l)
+        m = RESULT_RE.match(l)
         if m and m.group(1) == repro:
             exit_code = int(m.group(2))
     return init_line, mark_line, exit_code
@@ -405,9 +391,9 @@ def landmarks(console, repro):
 def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
     """One guest run's outcome: dict with outcome, evidence, signature (the
     report or own evidence that made it FAIL), reports, exit."""
-    sigs = meta.get("signatures") or []
+    sigs = meta.signatures
     reports = crashes(console)
-    init_line, mark_line, exit_code = landmarks(console, meta["name"])
+    init_line, mark_line, exit_code = landmarks(console, meta.name)
     before = [r for r in reports if mark_line is None or r["line"] < mark_line]
     after = [r for r in reports if mark_line is not None and r["line"] >= mark_line]
     for r in after:
@@ -428,7 +414,7 @@ def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
     if before:
         return out("BROKEN", f"kernel report before the test started: {before[0]['title']}")
     bug = [r for r in after if r["bug"]]
-    own = own_evidence(ktap, meta.get("cases") or []) if exit_code == 1 else []
+    own = own_evidence(ktap, meta.cases) if exit_code == 1 else []
     others = [r for r in after if not r["bug"]]
     also = f" (+{len(others)} later report(s) not in its signature: {others[0]['title']})" if others else ""
     if bug:
@@ -440,7 +426,7 @@ def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
         return out("OTHER", f"{others[0]['title']}"
                    + (f" (+{len(others) - 1} more)" if len(others) > 1 else "") + hung)
     if timed_out:
-        if hang_is_bug(meta):
+        if meta.hang_is_bug:
             return out("FAIL", "hang: no result within the time limit", "hang")
         return out("HANG", "no result within the time limit")
     if exit_code is None:
