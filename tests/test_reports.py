@@ -11,7 +11,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-from krepro import meta as metamod, paths, protocol, render, reports  # noqa: E402
+from krepro import gate, meta as metamod, paths, protocol, reports, trace  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
 from krepro.reports import decide  # noqa: E402
 
@@ -261,7 +261,7 @@ def trace_end(lines, opened, patterns):
     """Where the trace that opens at line `opened` ends (TraceReader's rule)."""
     for i in range(opened + 1, len(lines)):
         line = STAMP.sub("", lines[i])
-        if not line.strip() or reports.TRACE_CLOSE.match(line) or reports.classify_line(line, patterns):
+        if not line.strip() or trace.TRACE_CLOSE.match(line) or reports.classify_line(line, patterns):
             return i
     return len(lines)
 
@@ -290,7 +290,7 @@ def look_alikes(text, names, line):
              for l in up_to_crash(text, line)]
     bare = [STAMP.sub("", l) for l in lines]
     pc = next((i for i, l in enumerate(bare) if l.startswith("PC is at ")), None)
-    opened = next((i for i, l in enumerate(bare) if reports.TRACE_OPEN.match(l)), None)
+    opened = next((i for i, l in enumerate(bare) if trace.TRACE_OPEN.match(l)), None)
     if pc is not None:
         unreliable = (pc + 1, [f"LR is at {names[0]}+0x10/0x20"])
     else:
@@ -367,7 +367,7 @@ class Gate(unittest.TestCase):
     def gate(self, finished=True):
         with open(os.path.join(self.dir, "run.json"), "w") as f:
             json.dump({"rows": self.rows, "runs": self.runs, "finished": "now" if finished else None}, f)
-        code = render.gate(self.dir, "base", "base+series")
+        code = gate.gate(self.dir, "base", "base+series")
         with open(os.path.join(self.dir, "gate.md")) as f:
             return code, f.read()
 

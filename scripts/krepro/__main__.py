@@ -4,7 +4,7 @@ import json
 import signal
 import sys
 
-from . import render, reports
+from . import gate as gatemod, render, reports
 from .protocol import INTERRUPTED, USAGE
 
 SUBCOMMANDS = ("run", "report", "gate", "classify")
@@ -90,7 +90,7 @@ def gate(argv):
     p.add_argument("base", metavar="BASE", help="the kernel label without the series")
     p.add_argument("series", metavar="SERIES", help="the kernel label with it")
     o = p.parse_args(argv)
-    return render.gate(o.dir, o.base, o.series)
+    return gatemod.gate(o.dir, o.base, o.series)
 
 
 def classify(argv):

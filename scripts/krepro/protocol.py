@@ -40,7 +40,7 @@ CLEAN = 0
 REPRODUCED = 1
 UNDECIDED = 125    # git bisect run skips the commit
 USAGE = 128        # git bisect run aborts on a status >= 128
-INTERRUPTED = 130
+INTERRUPTED = 130     # 128 + SIGINT, as a shell reports a Ctrl-C
 
 # The target miss probability of a clean row (--miss, make's MISS).
 DEFAULT_MISS = 0.01
