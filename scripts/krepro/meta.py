@@ -31,6 +31,9 @@ class Signature:
         return self.kind == "HANG"
 
 
+SIGNATURE_KEYS = frozenset(f.name for f in dataclasses.fields(Signature))
+
+
 @dataclasses.dataclass(frozen=True)
 class Reproducer:
     """What a reproducer declares (its --describe), with its defaults."""
@@ -64,7 +67,8 @@ class Reproducer:
                 continue
             if key == "signatures":
                 v = tuple(Signature(**{k: tuple(x) if k == "detectors" and x else x
-                                       for k, x in s.items() if x is not None}) for s in v)
+                                       for k, x in s.items() if x is not None and k in SIGNATURE_KEYS})
+                          for s in v)
             elif isinstance(v, list):
                 v = tuple(v) or fields[key].default
             kw[key] = v
@@ -103,6 +107,28 @@ class Reproducer:
     def missing_options(self, cfg):
         """The options it needs that a kernel's config cfg lacks."""
         return evidence.lacks(cfg, self.kconfig)
+
+
+def json_problems(d):
+    """What is wrong with a --describe's JSON d against Reproducer's fields
+    (each present, of its type; no other key; each signature whole), as
+    sentences; [] when nothing is."""
+    out = []
+    for f in dataclasses.fields(Reproducer):
+        want = {tuple: list}.get(type(f.default), type(f.default)) if f.name != "name" else str
+        v = d.get(f.name)
+        if f.name not in d:
+            out.append(f"no \"{f.name}\" in its --describe")
+        elif not isinstance(v, want) or (want is int and isinstance(v, bool)):
+            out.append(f"\"{f.name}\" is {v!r}, not a {want.__name__}")
+    extra = set(d) - {f.name for f in dataclasses.fields(Reproducer)}
+    if extra:
+        out.append(f"unexpected keys {sorted(extra)}")
+    keys = SIGNATURE_KEYS
+    for i, sig in enumerate(d.get("signatures") or [] if isinstance(d.get("signatures"), list) else []):
+        if not isinstance(sig, dict) or set(sig) != keys:
+            out.append(f"signature {i + 1}: {sig!r} is not {{{', '.join(sorted(keys))}}}")
+    return out
 
 
 def read(path):
