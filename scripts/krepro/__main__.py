@@ -5,7 +5,7 @@ import signal
 import sys
 
 from . import gate as gatemod, render, reports
-from .protocol import INTERRUPTED, USAGE
+from .protocol import CLEAN, INTERRUPTED, REPRODUCED, USAGE
 
 SUBCOMMANDS = ("run", "report", "gate", "classify")
 
@@ -125,8 +125,8 @@ def classify(argv):
     if not found:
         if not o.json:
             print("no kernel report")
-        return 0
-    return 1
+        return CLEAN
+    return REPRODUCED
 
 
 def fail(sub, msg):

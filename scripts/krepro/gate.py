@@ -2,7 +2,7 @@
 run.json alone, into gate.md and the exit status."""
 import os
 
-from .protocol import UNDECIDED
+from .protocol import CLEAN, REPRODUCED, UNDECIDED
 from .render import md_cell
 from .runjson import BadRun, guarded, load, write
 
@@ -75,5 +75,5 @@ def gate_record(results, rec, base, series):
     print("\n".join(md))
     print(f"written: {results}/gate.md")
     if groups["regression"]:
-        return 1
-    return UNDECIDED if groups["undecided"] or partial else 0
+        return REPRODUCED
+    return UNDECIDED if groups["undecided"] or partial else CLEAN

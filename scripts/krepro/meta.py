@@ -78,9 +78,6 @@ class Reproducer:
     def in_matrix(self):
         return not self.not_in_matrix
 
-    def runs_on(self, arch):
-        return arch in self.arches
-
     @property
     def time_limit(self):
         """A guest's wall-clock limit: its run, and the boot and power-off."""

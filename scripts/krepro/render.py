@@ -9,7 +9,7 @@ import sys
 from xml.sax.saxutils import escape, quoteattr
 
 from . import stats
-from .protocol import INTERRUPTED, UNDECIDED
+from .protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED
 from .decode import report_lines
 from .paths import read
 from .reports import evidence_crash
@@ -119,13 +119,13 @@ def status(rec, any_report=False):
         return UNDECIDED
     rows = rec["rows"]
     if rec.get("expect"):
-        return 0 if rows and all(r.get("as_expected") for r in rows) else 1
+        return CLEAN if rows and all(r.get("as_expected") for r in rows) else REPRODUCED
     ds = [r["decision"] for r in rows]
     if "FAIL" in ds or (any_report and "OTHER" in ds):
-        return 1
+        return REPRODUCED
     if not rows or any(d != "PASS" for d in ds):
         return UNDECIDED
-    return 0
+    return CLEAN
 
 
 def render(results, any_report=None, quiet=False, prog="krepro: report"):
