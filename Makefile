@@ -14,18 +14,18 @@
 #                    guests each) and record them in repro/<id>/fail-rate.json, the
 #                    runs in repro/<id>/records/<date>-calibration.json
 #
-# Variables: MISS (target miss probability of a clean row, default 0.01),
+# Variables: MISS (target miss probability of a clean row, default run-in-qemu.sh's),
 # MAX_RUNS (cap on guests per row, default 20), REPEAT (a fixed number of runs
 # per row instead of sequential decisions), REPROS (default: the matrix of
 # both arches, all but the sweeps), KREPRO_CACHE (kernel tree, objects,
 # images, ccache, measured rates).
 
 BUILD   ?= build
-MISS    ?= 0.01
+MISS    ?=
 MAX_RUNS ?= 20
 CALIBRATE_RUNS ?= 30
 # Sequential by default; REPEAT=N asks for N runs a row.
-RUN_MODE = --miss $(MISS) --max-runs $(MAX_RUNS) $(if $(REPEAT),--repeat $(REPEAT))
+RUN_MODE = $(if $(MISS),--miss $(MISS)) --max-runs $(MAX_RUNS) $(if $(REPEAT),--repeat $(REPEAT))
 # REPROS names reproducers of either arch; each arch's matrix takes its own.
 ALL_X86 = $(shell ./run-in-qemu.sh --list)
 ALL_ARM = $(shell ./run-in-qemu.sh --arch arm --list)
@@ -162,7 +162,7 @@ lava-compare: lava-deps kernels guest guest-arm
 BASE ?= patched
 gate:
 	@test -n "$(SERIES)" || { echo "usage: make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH] [REPEAT=N] [MISS=P] [REPROS=...]" >&2; exit 2; }
-	@scripts/gate.sh --base "$(BASE)" --repros "$(if $(filter arm,$(KREPRO_ARCH)),$(ARM_REPROS),$(X86_REPROS))" --miss $(MISS) \
+	@scripts/gate.sh --base "$(BASE)" --repros "$(if $(filter arm,$(KREPRO_ARCH)),$(ARM_REPROS),$(X86_REPROS))" $(if $(MISS),--miss $(MISS)) \
 		$(if $(REPEAT),--repeat $(REPEAT)) $(SERIES)
 
 report:

@@ -2,7 +2,7 @@
 """Boot a kernel N times with no reproducer and say how each boot went.
 
 usage: bench/boots.py [--arch A] [--kernel unpatched|patched|PATH] [--append ARGS]
-                      [--runs N] [--record FILE] [--keep-logs DIR]
+                      [--initrd IMAGE] [--runs N] [--record FILE] [--keep-logs DIR]
 
 Each guest runs krepro's guest image with nothing to run: init reports
 "krepro-init: started" with its uptime, then powers off. Per boot it notes
@@ -26,31 +26,32 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import guest, reports, runner  # noqa: E402
-
+from krepro import guest, kernels, paths, reports  # noqa: E402
 
 
 def one_boot(arch, image, initrd, append, logdir):
     cmdline = guest.kernel_cmdline(arch, "", append)
     argv = guest.qemu_argv(arch, "tcg", image, initrd, cmdline, guest.GUEST_CPUS, None)
-    status, timed_out, secs, _ = guest.boot(argv, logdir, 120)
+    res = guest.boot(argv, logdir, 120)
     with open(os.path.join(logdir, "console.log"), errors="replace") as f:
         console = f.read()
     up = guest.boot_seconds(console)
     crashes = list(reports.crashes(console))
     return {"init": up is not None, "uptime_at_init": up,
-            "seconds": secs, "qemu_status": status, "timed_out": timed_out,
+            "seconds": res.seconds, "qemu_status": res.status, "timed_out": res.timed_out,
             "report": crashes[0]["title"] if crashes else None}
 
 
-def summarize(o, argv, image, boots):
+def summarize(o, argv, image, initrd, boots):
     ups = [b["uptime_at_init"] for b in boots if b["init"]]
     failed = [b for b in boots if not b["init"] or b["report"]]
     return {
         "date": datetime.date.today().isoformat(), "what": "boots to init, no reproducer",
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, QEMU TCG",
-        "commit": runner.git_commit(), "arch": o.arch, "kernel": o.kernel,
-        "build": runner.read_stamp(image), "append": o.append, "boots": len(boots),
+        "commit": paths.git_commit(), "arch": o.arch, "kernel": o.kernel,
+        "build": kernels.read_stamp(image), "append": o.append,
+        "initrd": os.path.relpath(initrd, TOP) if initrd.startswith(TOP) else os.path.basename(initrd),
+        "boots": len(boots),
         "failed_boots": len(failed), "failures": sorted({b["report"] or "no init" for b in failed}),
         "uptime_at_init_median": round(statistics.median(ups), 2) if ups else None,
         "uptime_at_init_max": max(ups) if ups else None,
@@ -75,10 +76,11 @@ def main(argv):
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--record")
     p.add_argument("--keep-logs")
+    p.add_argument("--initrd", help="the guest image (default: the whole one, every reproducer)")
     o = p.parse_args(argv)
-    image = runner.flavour_image(o.arch, o.kernel) if o.kernel in runner.FLAVOURS else o.kernel
+    image = kernels.flavour_image(o.arch, o.kernel) if o.kernel in kernels.FLAVOURS else o.kernel
     sub = "" if o.arch == "x86_64" else o.arch
-    initrd = os.path.join(TOP, "build", sub, "guest", "initramfs.cpio")
+    initrd = o.initrd or os.path.join(TOP, "build", sub, "guest", "initramfs.cpio")
     for f in (image, initrd):
         if not os.path.isfile(f):
             print(f"boots.py: no {f} (make kernels guest)", file=sys.stderr)
@@ -99,10 +101,10 @@ def main(argv):
                 shutil.copy(os.path.join(d, "console.log"), os.path.join(o.keep_logs, f"boot-{i}.log"))
             shutil.rmtree(d)
             if o.record:
-                write(o.record, summarize(o, argv, image, boots))
+                write(o.record, summarize(o, argv, image, initrd, boots))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    summary = summarize(o, argv, image, boots)
+    summary = summarize(o, argv, image, initrd, boots)
     print(json.dumps(summary, indent=1))
     if o.record:
         write(o.record, summary)

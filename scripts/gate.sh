@@ -9,8 +9,8 @@
 #   --base B        unpatched | patched (krepro's flavours; default patched) | PATH
 #                   to a git kernel tree (its HEAD commit; the tree is not touched:
 #                   the gate works in a clone under the cache)
-#   --miss P        target miss probability of a clean row (default 0.01): each
-#                   row runs until its verdict is that sure (run-in-qemu.sh --miss)
+#   --miss P        target miss probability of a clean row (default: run-in-qemu.sh's):
+#                   each row runs until its verdict is that sure (run-in-qemu.sh --miss)
 #   --repeat N      a fixed N guests per reproducer and kernel instead
 #   --arch A        guest arch: x86_64 | arm (default x86_64, or KREPRO_ARCH);
 #                   the kernels are built and booted for it
@@ -35,7 +35,7 @@ KERNELS=$TOP/scripts/kernels.sh
 
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; }
 
-base=patched repeat= miss=0.01 results= repros= items=()
+base=patched repeat= miss= results= repros= items=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--base) [ $# -ge 2 ] || die "--base needs a value"; base=$2; shift ;;
@@ -79,7 +79,7 @@ repro_list=($repros)
 [ ${#repro_list[@]} -gt 0 ] || die "--repros names no reproducer"
 # The run's own checks (names, --miss, --repeat), before the tree is unpacked
 # or anything is built: the dry run reads files only.
-"$TOP/run-in-qemu.sh" --dry-run --kernel unpatched --miss "$miss" ${repeat:+--repeat "$repeat"} \
+"$TOP/run-in-qemu.sh" --dry-run --kernel unpatched ${miss:+--miss "$miss"} ${repeat:+--repeat "$repeat"} \
 	"${repro_list[@]}" >/dev/null || exit 128
 case $base in
 unpatched | patched) ;;
@@ -141,7 +141,7 @@ ln -sfn "$(kernel_image "gate-$name-series")" "$results/kernels/base+series"
 log "kernels built in $(($(date +%s) - t0)) s; running ${#repro_list[@]} reproducer(s) on both"
 unset KREPRO_KERNELS
 
-"$TOP/run-in-qemu.sh" --results "$results" --miss "$miss" ${repeat:+--repeat "$repeat"} \
+"$TOP/run-in-qemu.sh" --results "$results" ${miss:+--miss "$miss"} ${repeat:+--repeat "$repeat"} \
 	--kernel "$results/kernels/base" --kernel "$results/kernels/base+series" "${repro_list[@]}"
 status=$?
 [ "$status" -eq 130 ] && { log "interrupted: what finished is in $results"; exit 130; }

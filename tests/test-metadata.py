@@ -11,21 +11,17 @@ usage: test-metadata.py BUILD/repro
 Each failed check prints the reproducer and what; exit 1 if any failed.
 """
 import glob
-import json
 import os
 import re
 import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+from krepro import arches, meta as metamod, reports  # noqa: E402
+
 CONFIG = os.path.join(TOP, "kernel-patches", "config")
-REPORTS_TSV = os.path.join(TOP, "repro", "lib", "kernel-reports.tsv")
 # The guest arches krepro builds kernels and guests for (scripts/arches.tsv).
-ARCHES = {"x86_64", "arm"}
-KEYS = {"name": str, "summary": str, "fix": str, "introduced": str, "seed": str,
-        "arches": list, "not_in_matrix": str, "min_cpus": int, "alone": bool, "timeout": int,
-        "cmdline": str, "disk_mib": int, "prepare": bool, "kconfig": list, "cases": list,
-        "own_evidence": bool, "own_detectors": list, "signatures": list}
-SIGNATURE_KEYS = {"kind", "title", "frame", "detectors"}
+ARCHES = set(arches.ARCHES)
 # Report kinds that only a debug option prints: a signature of the kind must
 # declare it among its detectors, or a kernel without it would be taken to
 # see the bug (kernel-reports.tsv; lib/list_debug.c, mm/kasan/, ...).
@@ -110,12 +106,7 @@ def config_of(arch):
 
 
 def report_kinds():
-    kinds = set()
-    with open(REPORTS_TSV) as f:
-        for line in f:
-            if line.strip() and not line.startswith("#"):
-                kinds.add(line.split("\t", 1)[0])
-    return kinds
+    return {kind for kind, _, _, _ in reports.load_patterns()}
 
 
 # Where the kinds are listed for reproducer authors: "kernel-reports.tsv (KASAN,
@@ -148,36 +139,31 @@ def fix_patch_headers(patch_dir):
     return out
 
 
-def check_fields(name, meta):
-    for key, kind in KEYS.items():
-        if key not in meta:
-            fail(name, f"no \"{key}\" in its --describe")
-        elif not isinstance(meta[key], kind) or (kind is int and isinstance(meta[key], bool)):
-            fail(name, f"\"{key}\" is {meta[key]!r}, not a {kind.__name__}")
-    extra = set(meta) - set(KEYS)
-    if extra:
-        fail(name, f"unexpected keys {sorted(extra)}")
-    if isinstance(meta.get("min_cpus"), int) and meta["min_cpus"] < 1:
-        fail(name, f"min_cpus {meta['min_cpus']} < 1")
-    if isinstance(meta.get("timeout"), int) and meta["timeout"] < 1:
-        fail(name, f"timeout {meta['timeout']} < 1")
+def check_fields(name, raw):
+    """The JSON itself, as --describe wrote it (raw), against meta.py's
+    Reproducer."""
+    for why in metamod.json_problems(raw):
+        fail(name, why)
+    if raw.get("arches") == []:
+        fail(name, "arches is empty")
+    if isinstance(raw.get("min_cpus"), int) and raw["min_cpus"] < 1:
+        fail(name, f"min_cpus {raw['min_cpus']} < 1")
+    if isinstance(raw.get("timeout"), int) and raw["timeout"] < 1:
+        fail(name, f"timeout {raw['timeout']} < 1")
 
 
 def check_arches(name, meta):
-    arches = meta.get("arches") or []
-    if not arches:
-        fail(name, "arches is empty")
-    unknown = set(arches) - ARCHES
+    unknown = set(meta.arches) - ARCHES
     if unknown:
         fail(name, f"arches {sorted(unknown)} not in {sorted(ARCHES)}")
 
 
 def check_kconfig(name, meta, configs):
-    for arch in set(meta.get("arches") or []) & ARCHES:
+    for arch in set(meta.arches) & ARCHES:
         if arch not in configs:
             configs[arch] = config_of(arch)
         opts = configs[arch]
-        for need in meta.get("kconfig") or []:
+        for need in meta.kconfig:
             opt, eq, want = need.partition("=")
             have = opts.get(opt)
             if eq and have != want:
@@ -189,9 +175,9 @@ def check_kconfig(name, meta, configs):
 
 
 def check_fix(name, meta, metas):
-    sha = (meta.get("fix") or "").split(" ", 1)[0]
+    sha = meta.fix.split(" ", 1)[0]
     if not re.fullmatch(r"[0-9a-f]{12,40}", sha):
-        fail(name, f"fix {meta.get('fix')!r} does not start with a commit id")
+        fail(name, f"fix {meta.fix!r} does not start with a commit id")
         return
     owner = name
     if not os.path.isdir(os.path.join(TOP, "kernel-patches", name)):
@@ -201,10 +187,9 @@ def check_fix(name, meta, metas):
                  "saying whose series builds its kernels")
             return
         other = metas.get(owner)
-        if other and (other.get("fix"), other.get("introduced")) != \
-                (meta.get("fix"), meta.get("introduced")):
+        if other and (other.fix, other.introduced) != (meta.fix, meta.introduced):
             fail(name, f"shares {owner}'s patches but declares another fix or "
-                 f"introducing commit ({meta.get('fix')!r} vs {other.get('fix')!r})")
+                 f"introducing commit ({meta.fix!r} vs {other.fix!r})")
     headers = fix_patch_headers(os.path.join(TOP, "kernel-patches", owner))
     if not headers:
         fail(name, f"no kernel-patches/{owner}/fix-*.patch")
@@ -214,32 +199,28 @@ def check_fix(name, meta, metas):
 
 
 def check_signatures(name, meta, kinds):
-    for i, sig in enumerate(meta.get("signatures") or []):
+    for i, sig in enumerate(meta.signatures):
         where = f"signature {i + 1}"
-        if not isinstance(sig, dict) or set(sig) != SIGNATURE_KEYS:
-            fail(name, f"{where}: {sig!r} is not {{{', '.join(sorted(SIGNATURE_KEYS))}}}")
-            continue
-        if sig["kind"] != "HANG" and sig["kind"] not in kinds:
-            fail(name, f"{where}: kind {sig['kind']!r} is neither HANG nor a kind of "
+        if not sig.is_hang and sig.kind not in kinds:
+            fail(name, f"{where}: kind {sig.kind!r} is neither HANG nor a kind of "
                  "repro/lib/kernel-reports.tsv")
-        need = KIND_DETECTORS.get(sig["kind"])
-        if need and need not in [d.partition("=")[0] for d in sig["detectors"] or []]:
-            fail(name, f"{where}: a {sig['kind']} report is printed only with {need}: "
+        need = KIND_DETECTORS.get(sig.kind)
+        if need and need not in [d.partition("=")[0] for d in sig.detectors]:
+            fail(name, f"{where}: a {sig.kind} report is printed only with {need}: "
                  "declare it in its detectors")
         for key in ("title", "frame"):
-            if sig[key] is None:
+            if getattr(sig, key) is None:
                 continue
             try:
-                re.compile(sig[key])
+                re.compile(getattr(sig, key))
             except (re.error, TypeError) as e:
-                fail(name, f"{where}: {key} {sig[key]!r} is not a Python regex: {e}")
+                fail(name, f"{where}: {key} {getattr(sig, key)!r} is not a Python regex: {e}")
 
 
 def detector_lists(meta):
     """(where, detectors) of each evidence path the reproducer declares."""
-    out = [(f"signature {i + 1}", sig.get("detectors") or [])
-           for i, sig in enumerate(meta.get("signatures") or []) if isinstance(sig, dict)]
-    return out + [("own_detectors", meta.get("own_detectors") or [])]
+    out = [(f"signature {i + 1}", sig.detectors) for i, sig in enumerate(meta.signatures)]
+    return out + [("own_detectors", meta.own_detectors)]
 
 
 def check_detectors(name, meta, configs):
@@ -252,12 +233,12 @@ def check_detectors(name, meta, configs):
                 fail(name, f"{where}: detector {det!r} is not CONFIG_X or CONFIG_X=v")
                 continue
             opt, eq, want = det.partition("=")
-            for arch in sorted(set(meta.get("arches") or []) & ARCHES):
+            for arch in sorted(set(meta.arches) & ARCHES):
                 have = configs.setdefault(arch, config_of(arch)).get(opt)
                 if (have != want) if eq else (have not in ("y", "m")):
                     fail(name, f"{where}: detector {det} is not set by the {arch} config "
                          f"fragments (it is {have or 'unset'})")
-    if meta.get("own_detectors") and not meta.get("own_evidence"):
+    if meta.own_detectors and not meta.own_evidence:
         fail(name, "own_detectors without own_evidence")
 
 
@@ -291,10 +272,10 @@ def check_own_evidence(name, meta, failing):
         with open(path, errors="replace") as f:
             text += f.read()
     calls = sorted(f for f in failing if re.search(r"\b" + re.escape(f) + r"\(", text))
-    if meta.get("own_evidence") is True and not calls:
+    if meta.own_evidence and not calls:
         fail(name, "own_evidence is true, but its source calls neither krepro_fail() nor "
              "a library function that FAILs a case")
-    elif meta.get("own_evidence") is False and calls:
+    elif not meta.own_evidence and calls:
         fail(name, f"own_evidence is false, but its source calls {', '.join(calls)}")
 
 
@@ -305,7 +286,6 @@ def check_each(metas):
     configs = {}
     failing = failing_functions()
     for name, meta in sorted(metas.items()):
-        check_fields(name, meta)
         check_arches(name, meta)
         check_kconfig(name, meta, configs)
         check_fix(name, meta, metas)
@@ -314,30 +294,32 @@ def check_each(metas):
         check_own_evidence(name, meta, failing)
 
 
-def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    bindir = sys.argv[1]
+def read_built(bindir):
+    """{name: Reproducer} of the built descriptions, each JSON checked as
+    written (check_fields) before meta.py reads it."""
     metas = {}
     for path in sorted(glob.glob(os.path.join(bindir, "*.json"))):
         stem = os.path.basename(path)[:-len(".json")]
         try:
-            with open(path) as f:
-                meta = json.load(f)
-        except ValueError as e:
-            fail(stem, f"{path} is not JSON: {e}")
+            raw = metamod.read(path)
+        except metamod.MetaError as e:
+            fail(stem, str(e))
             continue
-        if not isinstance(meta, dict):
-            fail(stem, f"{path} is not a JSON object")
-            continue
-        if meta.get("name") != stem:
-            fail(stem, f"{path} names {meta.get('name')!r}")
+        if raw["name"] != stem:
+            fail(stem, f"{path} names {raw['name']!r}")
         if os.stat(path).st_mode & 0o111:
             fail(stem, f"{path} is executable: the guest image would take it for a reproducer")
-        metas[stem] = meta
+        check_fields(stem, raw)
+        metas[stem] = metamod.Reproducer.from_json(raw)
+    if not metas:
+        fail("(all)", f"no reproducer metadata (*.json) in {bindir}")
+    return metas
 
-    # The tree's side: every reproducer directory has its README, and the
-    # native build described every one of them.
+
+def check_tree(metas, bindir):
+    """The tree's side: every reproducer directory has its README, and the
+    native build described every one of them; every bug's patch series has
+    its reproducer."""
     for src in sorted(glob.glob(os.path.join(TOP, "repro", "*", "*.c"))):
         d = os.path.dirname(src)
         repro = os.path.basename(d)
@@ -348,30 +330,33 @@ def main():
         if repro not in metas:
             fail(repro, f"no {os.path.join(bindir, repro + '.json')}: not built by the "
                  "native build (no repro/" + repro + "/CMakeLists.txt?)")
-    if not metas:
-        fail("(all)", f"no reproducer metadata (*.json) in {bindir}")
-    # And every bug's patch series has its reproducer.
     for d in sorted(glob.glob(os.path.join(TOP, "kernel-patches", "*", ""))):
         repro = os.path.basename(os.path.dirname(d))
         if repro != "config" and repro not in metas:
             fail(repro, f"kernel-patches/{repro}/ has no reproducer of that name")
 
-    # run-in-qemu.sh checks names, arches and --list before anything is
-    # built, from the source tree: it must say what the built metadata says.
-    sys.path.insert(0, os.path.join(TOP, "scripts"))
-    from krepro import meta as metamod
+
+def check_sources(metas):
+    """run-in-qemu.sh checks names, arches and --list before anything is
+    built, from the source tree: it must say what the built metadata says."""
     table = metamod.sources(os.path.join(TOP, "repro"))
     for name, meta in sorted(metas.items()):
         src = table.get(name)
         if src is None:
             fail(name, "built, but not in the source tree's table (meta.sources())")
-        elif src["arches"] != (meta.get("arches") or ["x86_64"]) or \
-                src["in_matrix"] != (not meta.get("not_in_matrix")):
+        elif src["arches"] != list(meta.arches) or src["in_matrix"] != meta.in_matrix:
             fail(name, f"the source tree says {src}, the built --describe says arches "
-                 f"{meta.get('arches')}, not_in_matrix {bool(meta.get('not_in_matrix'))}")
+                 f"{list(meta.arches)}, not_in_matrix {not meta.in_matrix}")
     for name in sorted(set(table) - set(metas)):
         fail(name, "in the source tree's table but not built")
 
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    metas = read_built(sys.argv[1])
+    check_tree(metas, sys.argv[1])
+    check_sources(metas)
     check_each(metas)
     print(f"{len(metas)} reproducers checked, {len(failures)} failure(s)")
     return 1 if failures else 0

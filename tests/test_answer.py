@@ -8,9 +8,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
-from krepro import answer  # noqa: E402
+from krepro import answer, meta  # noqa: E402
 
-META = {"name": "fake-bug", "signatures": [{"kind": "REFCOUNT"}]}
+META = meta.Reproducer.from_json({"name": "fake-bug", "signatures": [{"kind": "REFCOUNT"}]})
 START = ["krepro-init: started, uptime 1.0 s", "krepro-init: running fake-bug", "krepro: fake-bug: start"]
 WARN = ["------------[ cut here ]------------", "refcount_t: addition on 0; use-after-free.",
         "WARNING: CPU: 1 PID: 80 at lib/refcount.c:25 refcount_warn_saturate+0x97/0x110",
@@ -77,7 +77,8 @@ class Watch(unittest.TestCase):
         self.assertEqual(w(), "report")
 
     def test_another_report_is_not_the_answer(self):
-        w = answer.Watch(dict(META, signatures=[{"kind": "KASAN"}]), self.con, self.ktap)
+        w = answer.Watch(meta.Reproducer.from_json({"name": "fake-bug", "signatures": [{"kind": "KASAN"}]}),
+                         self.con, self.ktap)
         self.put(self.con, console(START + WARN + END))
         self.put(self.ktap, "KTAP version 1\n1..1\nnot ok 1 race # FAIL\n")
         self.assertIsNone(w())

@@ -18,7 +18,8 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import distro  # noqa: E402
+from krepro import distro, modules  # noqa: E402
+from krepro.meta import Reproducer  # noqa: E402
 
 REL = "6.1.0-99-test-amd64"
 
@@ -84,11 +85,10 @@ class Distro(unittest.TestCase):
               "alias fs-xfs xfs\nalias crypto-crc32c crc32c_intel\nalias crc32c crc32c_intel\n"
               "alias crypto-crc32c crc32c_generic\nalias crc32c crc32c_generic\n"
               "alias net-pf-16-proto-12 nfnetlink\nalias pci:v00001AF4d*sv*sd*bc*sc*i* virtio_pci\n")
-        self.metas = {
-            "xfs-thing": {"name": "xfs-thing", "kconfig": ["CONFIG_XFS_FS", "CONFIG_BLK_DEV_LOOP"], "disk_mib": 0},
-            "can-thing": {"name": "can-thing", "kconfig": ["CONFIG_CAN"], "disk_mib": 0},
-            "nft-thing": {"name": "nft-thing", "kconfig": ["CONFIG_NF_TABLES_IPV4"], "disk_mib": 0},
-        }
+        self.metas = {r.name: r for r in (
+            Reproducer("xfs-thing", kconfig=("CONFIG_XFS_FS", "CONFIG_BLK_DEV_LOOP")),
+            Reproducer("can-thing", kconfig=("CONFIG_CAN",)),
+            Reproducer("nft-thing", kconfig=("CONFIG_NF_TABLES_IPV4",)))}
 
     def tearDown(self):
         shutil.rmtree(self.tmp)
@@ -129,7 +129,7 @@ class Distro(unittest.TestCase):
         self.assertIsNone(distro.debug_vmlinux(dbg, "6.1.0-1-amd64"))
 
     def test_options_map_to_objects_by_the_trees_makefiles(self):
-        objs = distro.option_objects(self.tree)
+        objs = modules.option_objects(self.tree)
         self.assertEqual(objs["CONFIG_XFS_FS"], ["fs/xfs/xfs"])
         self.assertEqual(objs["CONFIG_LIBCRC32C"], ["lib/libcrc32c"])  # a continued line
         self.assertEqual(objs["CONFIG_VIRTIO"], ["drivers/virtio/virtio", "drivers/virtio/virtio_ring"])
@@ -170,12 +170,12 @@ class Distro(unittest.TestCase):
                      "softdep crc-t10dif pre: crct10dif post: a b\n"
                      "softdep ksmbd pre: crc32\nsoftdep ksmbd pre: gcm\n"   # lines add up
                      "softdep\n")
-        soft = distro.read_softdeps(os.path.join(self.root, "lib", "modules", REL))
+        soft = modules.read_softdeps(os.path.join(self.root, "lib", "modules", REL))
         self.assertEqual(soft, {"libcrc32c": (["crc32c"], []), "ipmi_msghandler": ([], ["ipmi_devintf"]),
                                 "cifs": ([], []), "crc_t10dif": (["crct10dif"], ["a", "b"]),
                                 "ksmbd": (["crc32", "gcm"], [])})
         # No file (a package whose depmod wrote none): no soft dependencies.
-        self.assertEqual(distro.read_softdeps(self.tmp), {})
+        self.assertEqual(modules.read_softdeps(self.tmp), {})
 
     def test_soft_dependencies_load_first_by_alias_and_may_fail(self):
         # modules.softdep names crc32c (an alias of two modules); loop's post:
@@ -214,7 +214,7 @@ class Distro(unittest.TestCase):
                          ["nfnetlink", "crc32c_intel", "crc32c_generic", "libcrc32c", "nf_tables"])
         self.assertEqual(p.missing["nft-thing"], [])
         self.assertIn("kernel/net/netfilter/nft_fib.ko.xz", p.files)
-        self.assertEqual(distro.implied(["CONFIG_NFT_FIB", "CONFIG_NF_TABLES", "CONFIG_VETH"]),
+        self.assertEqual(modules.implied(["CONFIG_NFT_FIB", "CONFIG_NF_TABLES", "CONFIG_VETH"]),
                          ["CONFIG_NFT_FIB", "CONFIG_NETFILTER_NETLINK", "CONFIG_NF_TABLES", "CONFIG_VETH"])
 
     def test_init_is_told_what_to_load_and_what_is_missing(self):

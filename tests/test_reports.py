@@ -11,7 +11,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-from krepro import paths, render, reports  # noqa: E402
+from krepro import gate, meta as metamod, paths, protocol, reports, trace  # noqa: E402
+from krepro.meta import Reproducer  # noqa: E402
 from krepro.reports import decide  # noqa: E402
 
 
@@ -21,8 +22,8 @@ def golden(name):
 
 
 def meta(name, *sigs, cases=("a",)):
-    return {"name": name, "cases": list(cases),
-            "signatures": [dict(zip(("kind", "title", "frame"), s)) for s in sigs]}
+    return Reproducer.from_json({"name": name, "cases": list(cases),
+                                 "signatures": [dict(zip(("kind", "title", "frame"), s)) for s in sigs]})
 
 
 BOOT = "[    2.0] krepro-init: started, uptime 2.0 s\n[    2.1] krepro-init: running x\n" \
@@ -248,8 +249,7 @@ def built_signatures(repro):
         return None, f"no {path} (make build)"
     if os.path.getmtime(path) < os.path.getmtime(src):
         return None, f"{path} is older than {src} (make build)"
-    with open(path) as f:
-        return json.load(f).get("signatures") or [], None
+    return Reproducer.from_json(metamod.read(path)).signatures, None
 
 
 def bug_log(entry, repro):
@@ -261,7 +261,7 @@ def trace_end(lines, opened, patterns):
     """Where the trace that opens at line `opened` ends (TraceReader's rule)."""
     for i in range(opened + 1, len(lines)):
         line = STAMP.sub("", lines[i])
-        if not line.strip() or reports.TRACE_CLOSE.match(line) or reports.classify_line(line, patterns):
+        if not line.strip() or trace.TRACE_CLOSE.match(line) or reports.classify_line(line, patterns):
             return i
     return len(lines)
 
@@ -273,7 +273,7 @@ def up_to_crash(text, line):
     lines = text.splitlines()
     end = next((i for i in range(line, len(lines)) if reports.REPORT_END.match(STAMP.sub("", lines[i]))),
                len(lines) - 1)
-    return lines[:end + 1] + [l for l in lines[end + 1:] if reports.RESULT.match(STAMP.sub("", l))]
+    return lines[:end + 1] + [l for l in lines[end + 1:] if protocol.RESULT_RE.match(STAMP.sub("", l))]
 
 
 def look_alikes(text, names, line):
@@ -290,7 +290,7 @@ def look_alikes(text, names, line):
              for l in up_to_crash(text, line)]
     bare = [STAMP.sub("", l) for l in lines]
     pc = next((i for i, l in enumerate(bare) if l.startswith("PC is at ")), None)
-    opened = next((i for i, l in enumerate(bare) if reports.TRACE_OPEN.match(l)), None)
+    opened = next((i for i, l in enumerate(bare) if trace.TRACE_OPEN.match(l)), None)
     if pc is not None:
         unreliable = (pc + 1, [f"LR is at {names[0]}+0x10/0x20"])
     else:
@@ -322,7 +322,7 @@ class DeclaredSignatures(unittest.TestCase):
             sigs, why = built_signatures(repro)
             if why:
                 print(f"skipped {repro}: {why}", file=sys.stderr)
-            elif [s for s in sigs if s.get("kind") != "HANG"]:
+            elif [s for s in sigs if not s.is_hang]:
                 found.append((repro, sigs))
         return found
 
@@ -331,12 +331,12 @@ class DeclaredSignatures(unittest.TestCase):
             with self.subTest(repro=repro):
                 self.assertIn(repro, BUG_LOGS, "a reproducer with report signatures needs a golden log of its bug")
                 for s in sigs:
-                    if s.get("kind") != "HANG":
-                        self.assertTrue(s.get("frame"), f"{s} names no frame")
+                    if not s.is_hang:
+                        self.assertTrue(s.frame, f"{s} names no frame")
 
     def test_bug_logs_fail_and_look_alikes_are_other(self):
         for repro, sigs in self.repros():
-            meta_ = {"name": repro, "cases": [], "signatures": sigs}
+            meta_ = Reproducer(name=repro, signatures=sigs)
             for entry in BUG_LOGS.get(repro, ()):
                 name, text = bug_log(entry, repro)
                 with self.subTest(repro=repro, log=name):
@@ -344,10 +344,10 @@ class DeclaredSignatures(unittest.TestCase):
                     self.assertEqual(res["outcome"], "FAIL", res["evidence"])
                     crash = next(r for r in res["reports"] if r.get("bug"))
                     for sig in (s for s in sigs if reports.signature_matches(crash, s)):
-                        names = [f for f in crash["trace_frames"] if re.fullmatch(sig["frame"], f)]
+                        names = [f for f in crash["trace_frames"] if re.fullmatch(sig.frame, f)]
                         for variant, fake in look_alikes(text, names, crash["line"]).items():
                             other = decide(fake, meta_)
-                            self.assertEqual(other["outcome"], "OTHER", f"{sig['frame']} {variant}")
+                            self.assertEqual(other["outcome"], "OTHER", f"{sig.frame} {variant}")
                             self.assertIn(crash["headers"], [r["headers"] for r in other["reports"]])
 
 
@@ -367,7 +367,7 @@ class Gate(unittest.TestCase):
     def gate(self, finished=True):
         with open(os.path.join(self.dir, "run.json"), "w") as f:
             json.dump({"rows": self.rows, "runs": self.runs, "finished": "now" if finished else None}, f)
-        code = render.gate(self.dir, "base", "base+series")
+        code = gate.gate(self.dir, "base", "base+series")
         with open(os.path.join(self.dir, "gate.md")) as f:
             return code, f.read()
 

@@ -26,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 SCRIPTS = os.path.join(TOP, "scripts")
 sys.path.insert(0, SCRIPTS)
-from krepro import render, reports  # noqa: E402
+from krepro import gate, render, reports  # noqa: E402
 
 KASAN = os.path.join(HERE, "console", "kasan-uaf.log")
 QUIET = os.path.join(HERE, "console", "real-xfs-nowait-dio-pass.log")
@@ -373,7 +373,7 @@ def survives(t, scratch):
 def refusals(d, what, base, series):
     problems = []
     for name, call in (("render", lambda: render.render(d, quiet=True)),
-                       ("gate", lambda: render.gate(d, base, series))):
+                       ("gate", lambda: gate.gate(d, base, series))):
         err = io.StringIO()
         try:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):

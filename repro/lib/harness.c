@@ -457,13 +457,13 @@ static int run_test(const struct krepro_test *t, int ncases)
 	int result;
 
 	in_test_process = true;
-	alarm(t->timeout ? t->timeout : 60);
+	alarm(t->timeout ? t->timeout : KREPRO_DEFAULT_TIMEOUT);
 	if (t->setup) {
 		cur_case = "setup";
 		t->setup();	/* krepro_broken() here runs cleanup and exits */
 	}
 	for (int i = 0; i < ncases; i++) {
-		double left = (t->timeout ? t->timeout : 60) - krepro_elapsed();
+		double left = (t->timeout ? t->timeout : KREPRO_DEFAULT_TIMEOUT) - krepro_elapsed();
 
 		kmsg_write("krepro: %s: case %s\n", t->name, t->cases[i].name);
 		result = run_case(&t->cases[i], left > 1 ? (unsigned int)left : 1);
@@ -765,7 +765,7 @@ int krepro_main(const struct krepro_test *t, const char *arches, int argc, char 
 	run_start = krepro_now();
 	/* Open kmsg at its end before the mark: what we read later is ours. */
 	kmsg_fd = krepro_kmsg_open();
-	kmsg_write("krepro: %s: start\n", t->name);
+	kmsg_write(KREPRO_MARK_START, t->name);
 
 	printf("KTAP version 1\n");
 	printf("# krepro %s: %s\n", t->name, t->summary);
@@ -841,6 +841,6 @@ int krepro_main(const struct krepro_test *t, const char *arches, int argc, char 
 		krepro_info("hint: this is the bug fixed upstream by %s (introduced by %s; seed %s)",
 			    t->fix_commit, t->bug_commit ? t->bug_commit : "unknown", t->seed);
 	printf("# %s %s in %.1f s\n", t->name, verdict_name(overall), krepro_elapsed());
-	kmsg_write("krepro: %s: end %s\n", t->name, verdict_name(overall));
+	kmsg_write(KREPRO_MARK_END, t->name, verdict_name(overall));
 	return overall;
 }

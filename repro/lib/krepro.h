@@ -17,13 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Exit codes and verdicts (DESIGN.md). */
-enum krepro_verdict {
-	KREPRO_PASS = 0,
-	KREPRO_FAIL = 1,
-	KREPRO_BROKEN = 2,
-	KREPRO_SKIP = 4,
-};
+#include "protocol.h"	/* exit codes and verdicts, the marks */
+
 
 struct krepro_case {
 	const char *name;

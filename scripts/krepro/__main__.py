@@ -4,8 +4,8 @@ import json
 import signal
 import sys
 
-from . import render, reports
-from .runner import USAGE
+from . import gate as gatemod, render, reports
+from .protocol import CLEAN, INTERRUPTED, REPRODUCED, USAGE
 
 SUBCOMMANDS = ("run", "report", "gate", "classify")
 
@@ -90,7 +90,7 @@ def gate(argv):
     p.add_argument("base", metavar="BASE", help="the kernel label without the series")
     p.add_argument("series", metavar="SERIES", help="the kernel label with it")
     o = p.parse_args(argv)
-    return render.gate(o.dir, o.base, o.series)
+    return gatemod.gate(o.dir, o.base, o.series)
 
 
 def classify(argv):
@@ -125,8 +125,8 @@ def classify(argv):
     if not found:
         if not o.json:
             print("no kernel report")
-        return 0
-    return 1
+        return CLEAN
+    return REPRODUCED
 
 
 def fail(sub, msg):
@@ -175,7 +175,7 @@ def entry(argv):
     except KeyboardInterrupt:
         sub = argv[0] if argv and argv[0] in SUBCOMMANDS else None
         print(f"krepro: {sub + ': ' if sub else ''}interrupted", file=sys.stderr)
-        return render.INTERRUPTED
+        return INTERRUPTED
 
 
 sys.exit(entry(sys.argv[1:]))

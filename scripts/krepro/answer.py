@@ -62,9 +62,10 @@ def report_ended(console, line):
 
 
 class Watch:
-    """answered() for guest.supervise(): reads the guest's console (or is
-    given its text, for a LAVA job) and its KTAP file, and says None,
-    "report" or "complete" (above)."""
+    """A GuestSpec's answered(): given the guest's console text (or reading
+    it from console_path), and reading its KTAP file where there is one
+    written live (not a LAVA job's), says None, "report" or "complete"
+    (above). meta: the reproducer (meta.Reproducer)."""
 
     def __init__(self, meta, console_path=None, ktap_path=None):
         self.meta, self.console_path, self.ktap_path = meta, console_path, ktap_path
@@ -76,7 +77,7 @@ class Watch:
         now = time.monotonic()
         if len(console) != self.size:
             self.size, self.quiet_since = len(console), now
-        if not (self.meta.get("signatures") or []):
+        if not self.meta.signatures:
             return None
         res = decide(console, self.meta)
         if res["outcome"] != "FAIL" or not (res["signature"] or "").startswith("report: "):
@@ -84,6 +85,6 @@ class Watch:
         bug = next(r for r in res["reports"] if r.get("bug"))
         if not (report_ended(console, bug["line"]) or now - self.quiet_since >= QUIET):
             return None
-        if self.ktap_path and ktap_complete(read(self.ktap_path), self.meta.get("cases") or ()):
+        if self.ktap_path and ktap_complete(read(self.ktap_path), self.meta.cases):
             return "complete"
         return "report"

@@ -7,110 +7,12 @@ import shlex
 import shutil
 import sys
 
-from . import arches, guest, meta as metamod, plan, render, runner
-from .paths import TOP, build
-from .runner import DEFAULT_MISS, FLAVOURS, USAGE
-
-HELP = """\
-Run krepro reproducers in QEMU guests and decide each row (one reproducer on
-one kernel) by sequential runs at a stated confidence.
-
-usage: run-in-qemu.sh [options] <repro>...
-       run-in-qemu.sh --list [--arch A] | --report DIR | --version | --help
-
-Examples:
-  run-in-qemu.sh xfs-nowait-dio                        the bug kernel (unpatched)
-  run-in-qemu.sh --kernel unpatched --kernel patched --expect xfs-nowait-dio
-  run-in-qemu.sh --kernel ~/linux/arch/x86/boot/bzImage xfs-nowait-dio
-  run-in-qemu.sh --dry-run --kernel patched can-j1939-echo   plan only, boots nothing
-  git bisect run /path/to/run-in-qemu.sh --tree . <repro>
-
-Kernels and guests:
-  --arch A          guest arch: x86_64 | arm (default x86_64, or $KREPRO_ARCH);
-                    selects the kernels, the guest image, QEMU and the reproducers
-  --kernel K        unpatched | patched | PATH to a bzImage (arm: zImage), a
-                    linux-image .deb or an unpacked one; repeatable (default
-                    unpatched). A PATH's config is checked against what the
-                    reproducers declare: missing options make a reproducer SKIP;
-                    evidence that needs an option it lacks (KASAN...) cannot
-                    bound a miss there, and a row with none left is not booted
-  --tree DIR        build the kernel tree in DIR (a git checkout, any state) with
-                    krepro's config fragments, objects outside DIR, and run on it;
-                    repeatable. Not a kernel tree or no build: exit 125 and the
-                    build log's path (git bisect skips the commit)
-  --vmlinux PATH    debug information of the one --kernel PATH: its vmlinux, or
-                    Debian's linux-image-*-dbg package; reports are decoded with it
-  --accel A         tcg | kvm | auto (default tcg; auto uses KVM only after a
-                    probe boot proves it works; arm guests run under TCG only)
-  --timeout SEC     wall-clock limit per guest, 1-86400 (default: the
-                    reproducer's own limit plus 60 s for boot and power-off)
-  --append ARGS     extra kernel command line for every guest
-  --qemu-opts OPTS  extra QEMU options for every guest, split as a shell would
-                    (a later option overrides krepro's)
-
-Deciding rows:
-  --miss P          target miss probability of a clean verdict, 0<P<1 (default
-                    0.01): a row runs until a bug of the reproducer's FAIL rate
-                    bound (95%) would have shown with probability 1-P, or its first
-                    FAIL; a probe row uses a recorded rate only on a kernel with
-                    the reproducer's detectors, under the record's accelerator
-  --confidence C    the same as --miss 1-C
-  --max-runs N      cap on guests per row, 1-1000 (default 20); a row that reaches
-                    it says "undecided" with its figures
-  --repeat N        fixed mode: exactly N guests per row, 1-1000
-  --expect          judge krepro's flavours against the matrix: FAIL on
-                    unpatched, PASS on patched (a kernel PATH or --tree has no
-                    expected verdict: not allowed with them)
-  --any-report      count a kernel report that is not the bug (OTHER) as a FAIL
-                    (for git bisect run; by default OTHER is undecided, 125)
-  --record-rates    with --kernel unpatched --repeat N: write the measured FAIL
-                    rates to repro/<id>/fail-rate.json (make calibrate)
-
-Where guests run:
-  -j, --jobs N      guests at once, 1-64 (default: $KREPRO_JOBS, else the cores
-                    over the 2 vCPUs a guest takes, at least 1); a race
-                    reproducer that declares it runs with the host to itself
-  --via V           qemu (default) | lava-run (a LAVA job per guest through
-                    Debian's lava-dispatcher here, no server) | lava:ID (a job per
-                    guest submitted with lavacli's identity ID; needs --artifacts)
-  --artifacts DIR=URL  with --via lava:ID: kernels, guest image and disks are
-                    copied into DIR, which the lab downloads from as URL
-
-By hand:
-  --keep            one reproducer, one kernel, one guest; after the reproducer
-                    keep it up with a shell on this terminal
-  --gdb [PORT]      as --keep, with QEMU's gdbstub on PORT (1-65535, default
-                    1234), stopped at its first instruction, nokaslr
-
-Output:
-  --results DIR     the run directory (default results/<time>); one that holds a
-                    run.json already is refused unless --replace is given
-  --replace         let --results overwrite a past run's directory
-  --report DIR      re-render a past run's reports from its run.json; boots nothing
-  --list            the reproducers of the matrix for --arch (the sweeps, which
-                    declare why they are left out, run by name)
-  --dry-run         check everything, then print what would be built and booted
-                    and an estimate of how long, from the recorded times; builds
-                    and boots nothing
-  --version         the krepro commit and the kernel builds it would use
-  -h, --help        this text
-
-A guest run's outcome: PASS; FAIL (the reproducer's own evidence, or a kernel
-report matching the bug's declared signature); OTHER (a kernel report after the
-start mark that is not this bug: kept and shown, never counted as the bug);
-HANG (no result in time); BROKEN (no setup, no init, or a report before the
-start mark); SKIP (a prerequisite is missing, named).
-
-Every row's decision and every guest run go to DIR/run.json as they end;
-summary.md, results.ktap and junit.xml are rendered from it.
-
-Exit status, as git bisect run reads it: 0 every row clean (PASS); 1 a row
-reproduced its bug (with --expect: a row not as expected); 125 undecided
-(BROKEN, SKIP, OTHER, HANG, undecided, a --tree that does not build: git
-bisect skips the commit); 128 usage error or unreadable input (an unknown
-option or reproducer, an abbreviated option, a value out of range, a missing
-path): git bisect run stops instead of marking a commit bad; 130 interrupted.
-"""
+from . import arches, guest, kernels, meta as metamod, plan, rates, render, runner
+from .config import RunConfig
+from .kernels import FLAVOURS
+from .paths import TOP, build, git_commit
+from .protocol import DEFAULT_MISS, INTERRUPTED, TIMEOUT_MARGIN, USAGE
+from .usage import HELP
 
 LIMITS = {"--max-runs": 1000, "--repeat": 1000, "--timeout": 86400, "--jobs": 64,
           "--gdb": 65535, "KREPRO_JOBS": 64}
@@ -231,17 +133,21 @@ def check_options(o):
         return f"--arch is one of: {' '.join(arches.ARCHES)}, not '{o.arch}'"
     if o.via not in ("qemu", "lava-run") and not (o.via.startswith("lava:") and len(o.via) > 5):
         return f"--via is qemu, lava-run or lava:IDENTITY, not '{o.via}'"
-    if o.gdb:
-        o.keep = True
-    if o.via != "qemu" and o.keep:
+    if o.via != "qemu" and (o.keep or o.gdb):
         return "--keep and --gdb need a guest on this terminal: --via qemu only"
     try:
-        o.qemu_extra = shlex.split(o.qemu_opts)
+        qemu_extra = shlex.split(o.qemu_opts)
     except ValueError as e:
         return f"--qemu-opts: {e}"
-    if o.qemu_extra and o.via != "qemu":
+    if qemu_extra and o.via != "qemu":
         return ("--qemu-opts is for guests QEMU runs here (--via qemu): a LAVA device "
                 "sets its own QEMU options")
+    return check_via(o) or check_jobs_env(o) or (
+        "--miss and --confidence say the same thing: give one" if o.miss and o.confidence else
+        "--replace goes with --results DIR" if o.replace and not o.results else None)
+
+
+def check_via(o):
     tool = {"lava-run": ("lava-run", "lava-dispatcher")}.get(o.via) or (
         ("lavacli", "lavacli") if o.via.startswith("lava:") else None)
     if tool and not shutil.which(tool[0]):
@@ -255,58 +161,80 @@ def check_options(o):
         if not sep or not os.path.isdir(d) or not url:
             return ("--via lava:ID needs --artifacts DIR=URL: a directory of yours that "
                     "the lab downloads from as URL")
-        o.artifacts = (d, url)
     elif o.artifacts:
         return "--artifacts is for --via lava:ID"
-    if o.jobs is None:
-        env = os.environ.get("KREPRO_JOBS")
-        if env:
-            try:
-                o.jobs = bounded("KREPRO_JOBS")(env)
-            except argparse.ArgumentTypeError as e:
-                return f"KREPRO_JOBS {e}"
-        else:
-            o.jobs = guest.default_jobs()
-    if o.miss and o.confidence:
-        return "--miss and --confidence say the same thing: give one"
-    o.miss = o.miss or (1 - o.confidence if o.confidence else DEFAULT_MISS)
-    if o.keep:
-        o.repeat = 1
-    if o.replace and not o.results:
-        return "--replace goes with --results DIR"
     return None
 
 
-def check_kernels(o):
+def check_jobs_env(o):
+    env = os.environ.get("KREPRO_JOBS")
+    if o.jobs is None and env:
+        try:
+            bounded("KREPRO_JOBS")(env)
+        except argparse.ArgumentTypeError as e:
+            return f"KREPRO_JOBS {e}"
+    return None
+
+
+def make_kernels(o):
+    """The kernels the run boots, checked: (kernels, None) or (None, why not)."""
     specs = o.kernel_specs or ["unpatched"]
-    o.kernel_objs = [runner.Kernel(s, o.arch) for s in specs]
+    ks = tuple(kernels.Kernel(s, o.arch) for s in specs)
     try:
-        for k in o.kernel_objs:
+        for k in ks:
             k.check()
-    except runner.UsageError as e:
-        return str(e)
+    except kernels.UsageError as e:
+        return None, str(e)
     if o.vmlinux:
-        paths = [k for k in o.kernel_objs if not k.flavour and not k.tree]
+        paths = [k for k in ks if not k.flavour and not k.tree]
         if len(paths) != 1:
-            return ("--vmlinux belongs to one --kernel PATH: give exactly one "
-                    "(krepro's flavours and --tree builds keep their own)")
+            return None, ("--vmlinux belongs to one --kernel PATH: give exactly one "
+                          "(krepro's flavours and --tree builds keep their own)")
         try:
             paths[0].set_debug(o.vmlinux)
-        except runner.UsageError as e:
-            return str(e)
-    labels = [k.label for k in o.kernel_objs]
+        except kernels.UsageError as e:
+            return None, str(e)
+    return ks, check_kernels(o, specs, ks)
+
+
+def check_kernels(o, specs, ks):
+    labels = [k.label for k in ks]
     if len(set(labels)) != len(labels):
         return f"two kernels share the label {labels!r}: give files distinct names"
-    probes = [k.spec for k in o.kernel_objs if not k.flavour]
+    probes = [k.spec for k in ks if not k.flavour]
     if o.expect and probes:
         return (f"--expect judges krepro's flavours (unpatched, patched); {probes[0]} "
                 "has no expected verdict: drop --expect (then 0 clean, 1 the bug, 125 undecided)")
-    if o.keep and (len(o.repros) != 1 or len(o.kernel_objs) != 1):
+    if (o.keep or o.gdb) and (len(o.repros) != 1 or len(ks) != 1):
         return (f"--{'gdb' if o.gdb else 'keep'} holds one guest on this terminal: give one "
-                f"reproducer and one kernel, not {len(o.repros)} and {len(o.kernel_objs)}")
+                f"reproducer and one kernel, not {len(o.repros)} and {len(ks)}")
     if o.record_rates and (specs != ["unpatched"] or not o.repeat):
         return "--record-rates measures the bug kernel: --kernel unpatched --repeat N only"
     return None
+
+
+def results_dir(o):
+    if o.results:
+        return os.path.realpath(o.results)
+    d = os.path.join(TOP, "results", datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    return d + f"-{os.getpid()}" if os.path.exists(d) else d
+
+
+def settle(o, ks):
+    """The run's configuration, from checked options: the one place that
+    turns options into what the run does (check_options() passed)."""
+    keep = bool(o.keep or o.gdb)
+    env_jobs = os.environ.get("KREPRO_JOBS")
+    d, _, url = (o.artifacts or "").partition("=")
+    return RunConfig(
+        arch=o.arch, kernels=ks, repros=tuple(o.repros), results=results_dir(o),
+        miss=o.miss or (1 - o.confidence if o.confidence else DEFAULT_MISS),
+        max_runs=o.max_runs, repeat=1 if keep else o.repeat, timeout=o.timeout,
+        jobs=o.jobs or (bounded("KREPRO_JOBS")(env_jobs) if env_jobs else guest.default_jobs()),
+        via=o.via, artifacts=(d, url) if o.via.startswith("lava:") else None, accel=o.accel,
+        initrd=os.environ.get("KREPRO_INITRD"), expect=o.expect, any_report=o.any_report,
+        record_rates=o.record_rates, keep=keep, gdb=o.gdb, append=o.append,
+        qemu_extra=tuple(shlex.split(o.qemu_opts)))
 
 
 def check_results(o):
@@ -322,11 +250,11 @@ def check_results(o):
 
 
 def version(o):
-    print(f"krepro {runner.git_commit()} ({TOP})")
+    print(f"krepro {git_commit()} ({TOP})")
     for arch in arches.ARCHES:
         for f in FLAVOURS:
-            img = runner.flavour_image(arch, f)
-            stamp = runner.read_stamp(img)
+            img = kernels.flavour_image(arch, f)
+            stamp = kernels.read_stamp(img)
             print(f"  {arch} {f}: " + (f"build {stamp[:12]}, {img}" if stamp and os.path.isfile(img)
                                        else f"not built ({img}; make kernels builds it)"))
     return 0
@@ -335,7 +263,7 @@ def version(o):
 def main(argv):
     o = parse(argv)
     if o.help:
-        print(HELP, end="")
+        print(HELP.format(miss=DEFAULT_MISS, margin=TIMEOUT_MARGIN), end="")
         return 0
     if o.version:
         return version(o)
@@ -352,34 +280,36 @@ def main(argv):
         return 0
     if not o.repros:
         return fail("no reproducer given (run-in-qemu.sh --list names them; --help for more)")
-    err = (metamod.check_names(table, o.arch, o.repros) or check_kernels(o) or check_results(o))
+    ks, err = None, metamod.check_names(table, o.arch, o.repros)
+    if not err:
+        ks, err = make_kernels(o)
+    err = err or check_results(o)
     if err:
         return fail(err)
+    config = settle(o, ks)
     if o.dry_run:
-        return plan.dry_run(o, table)
+        return plan.dry_run(config)
+    return run(config)
+
+
+def run(config):
+    """Build the reproducers, then the run; with --record-rates, its rates."""
     try:
         if not os.environ.get("KREPRO_NO_BUILD"):
             metamod.ensure_built()
         metas = metamod.load_all()
     except metamod.MetaError as e:
         return fail(str(e))
-    missing = [r for r in o.repros if r not in metas]
+    missing = [r for r in config.repros if r not in metas]
     if missing:
         return fail(f"{' '.join(missing)}: in the source tree but not built "
                     f"(no {os.path.join(build(), 'repro', missing[0] + '.json')}): run make build")
-    o.metas = metas
-    o.initrd = os.environ.get("KREPRO_INITRD")
-    if o.results:
-        o.results = os.path.realpath(o.results)
-    else:
-        o.results = os.path.join(TOP, "results", datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
-        if os.path.exists(o.results):
-            o.results += f"-{os.getpid()}"
     try:
-        os.makedirs(o.results, exist_ok=True)
+        os.makedirs(config.results, exist_ok=True)
     except OSError as e:
-        return fail(f"cannot create {o.results}: {e}")
-    code = runner.main_run(o)
-    if o.record_rates and code in (0, 1, render.INTERRUPTED):
-        runner.record_rates(o)
+        return fail(f"cannot create {config.results}: {e}")
+    code = runner.main_run(config, metas)
+    if config.record_rates and code in (0, 1, INTERRUPTED):
+        rates.record_run(config.results, config.arch, config.repros,
+                         kernels.unpatched_build(config.arch), config.repeat)
     return code

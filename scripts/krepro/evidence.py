@@ -33,26 +33,17 @@ def lacks(cfg, opts):
 def path_name(sig):
     """A signature as a cell names its path: the bug type a KASAN or KFENCE
     title gives ("use-after-free"), else its kind."""
-    m = re.match(r"\^?(?:KASAN|KFENCE): ([a-z-]+)", sig.get("title") or "")
-    return m.group(1) if m else KIND_NAMES.get(sig.get("kind"), sig.get("kind") or "?")
-
-
-def paths(meta):
-    """[(name, detectors)] of a reproducer's evidence paths. Metadata that
-    predates own_evidence counts it as a path that needs nothing: never
-    blind, so never a reason to leave a row unbooted."""
-    out = [(path_name(s), list(s.get("detectors") or [])) for s in meta.get("signatures") or []]
-    if meta.get("own_evidence", True):
-        out.append((OWN, list(meta.get("own_detectors") or [])))
-    return out
+    m = re.match(r"\^?(?:KASAN|KFENCE): ([a-z-]+)", sig.title or "")
+    return m.group(1) if m else KIND_NAMES.get(sig.kind, sig.kind or "?")
 
 
 class Sight:
-    """What one kernel can show of one reproducer's evidence. cfg: the
-    kernel's options, or None when its config is unknown."""
+    """What one kernel can show of one reproducer's evidence (meta.Reproducer,
+    or None before it is built: no paths known). cfg: the kernel's options,
+    or None when its config is unknown."""
 
     def __init__(self, meta, cfg):
-        self.paths = paths(meta)
+        self.paths = meta.evidence_paths if meta else []
         self.detectors = sorted({d for _, ds in self.paths for d in ds})
         self.known = cfg is not None
         self.blind = [] if cfg is None else \

@@ -11,7 +11,9 @@ import threading
 import time
 
 from .arches import ARCHES
-from .paths import cache
+from .backend import Backend, GuestResult, stopped
+from .paths import cache, read
+from .protocol import INIT_DONE
 
 
 def log(msg):
@@ -185,8 +187,7 @@ AFTER_COMPLETE = 1.0
 def boot(argv, rundir, limit, keep=False, answered=None, jobs=1, alone=False):
     """Run one guest to its end or its time limit, its serial console in
     rundir/console.log. answered() says when the run's outcome is already
-    known (the bug's own report): see supervise().
-    Returns (qemu status, timed out, seconds, stop): supervise()'s stop."""
+    known (the bug's own report): see supervise()."""
     console = os.path.join(rundir, "console.log")
     if keep:
         argv = argv + ["-chardev", f"stdio,id=con,logfile={console},signal=off", "-serial", "chardev:con"]
@@ -200,10 +201,30 @@ def boot(argv, rundir, limit, keep=False, answered=None, jobs=1, alone=False):
     with guest_slot(jobs, alone):
         t0 = time.monotonic()
         if keep:
-            return subprocess.call(argv), False, round(time.monotonic() - t0, 1), no_stop()
+            return GuestResult(subprocess.call(argv), False, round(time.monotonic() - t0, 1))
         with open(os.path.join(rundir, "qemu.log"), "w") as out:
             status, timed_out, stop = supervise(argv, out, limit, answered)
-        return status, timed_out, round(time.monotonic() - t0, 1), stop
+        return GuestResult(status, timed_out, round(time.monotonic() - t0, 1), **stopped(stop))
+
+
+class Qemu(Backend):
+    """A guest that QEMU runs here. keep: on this terminal, kept up after
+    the reproducer; gdb: QEMU's gdbstub on that port, stopped at the first
+    instruction; extra: the user's QEMU options; prepare: the run writes its
+    disk (a reproducer's disk preparation)."""
+
+    def __init__(self, keep=False, gdb=None, extra=(), prepare=False):
+        self.keep, self.gdb, self.extra, self.prepare = keep, gdb, tuple(extra), prepare
+
+    def run(self, spec):
+        argv = qemu_argv(spec.arch, spec.accel, spec.image, spec.initrd, spec.cmdline, spec.cpus,
+                         os.path.join(spec.rundir, "ktap.txt"), spec.disk, prepare=self.prepare)
+        if self.gdb:
+            argv += ["-gdb", f"tcp::{self.gdb}", "-S"]
+        argv += self.extra
+        console = os.path.join(spec.rundir, "console.log")
+        answered = (lambda: spec.answered(read(console))) if spec.answered else None
+        return boot(argv, spec.rundir, spec.limit, self.keep, answered, spec.jobs, spec.alone)
 
 
 # init's first line says how long the kernel took to reach it.
@@ -301,7 +322,7 @@ def kvm_works(image, initrd):
         argv = qemu_argv("x86_64", "kvm", image, initrd, "console=ttyS0 panic=-1 krepro.guest=1", 1, None)
         boot(argv, d, 60)  # its console says whether init finished
         with open(os.path.join(d, "console.log"), errors="replace") as f:
-            if "krepro-init: done" in f.read():
+            if INIT_DONE in f.read():
                 return True
     log("KVM probe boot did not reach the end of init in 60 s: using TCG")
     return False

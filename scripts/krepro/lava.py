@@ -17,16 +17,12 @@ import time
 
 from .arches import ARCHES
 from . import guest
+from .backend import Backend, GuestResult, stopped
 from .paths import read
+from .protocol import EXIT_OUTCOME, INIT_DONE, INIT_RUNNING, INIT_STARTED, RESULT_LAVA
 
-# What krepro's guest init prints (guest-image/init): LAVA's boot action
-# ends at the first, its test action's monitor reads the others.
-STARTED = "krepro-init: started"
-RUNNING = "krepro-init: running"
-DONE = "krepro-init: done"
-RESULT = r"krepro-init: result name=(?P<test_case_id>\S+) exit=(?P<result>\d+)"
-# The harness's exit codes (repro/lib/krepro.h) as LAVA results.
-FIXUP = {"0": "pass", "1": "fail", "2": "unknown", "4": "skip"}
+# The harness's exit codes as LAVA results (BROKEN: LAVA's "unknown").
+FIXUP = {str(code): {"BROKEN": "unknown"}.get(o, o.lower()) for code, o in EXIT_OUTCOME.items()}
 
 # LAVA's own architecture names for its qemu device type.
 LAVA_ARCH = {"x86_64": "amd64", "arm": "arm"}
@@ -156,10 +152,10 @@ def job_definition(arch, name, kernel_url, initrd_url, cmdline, limit, disk_url=
         "actions": [
             {"deploy": {"to": "tmpfs", "timeout": {"minutes": 2}, "images": images}},
             {"boot": {"method": "qemu", "media": "tmpfs", "timeout": {"minutes": 3},
-                      "prompts": [STARTED]}},
+                      "prompts": [INIT_STARTED]}},
             {"test": {"timeout": {"seconds": limit},
-                      "monitors": [{"name": "krepro", "start": RUNNING, "end": DONE,
-                                    "pattern": RESULT, "fixupdict": FIXUP}]}},
+                      "monitors": [{"name": "krepro", "start": INIT_RUNNING, "end": INIT_DONE,
+                                    "pattern": RESULT_LAVA, "fixupdict": FIXUP}]}},
         ],
     }
 
@@ -227,7 +223,7 @@ def split_console(lines):
             cut = (cut or "") + l[:m.start()]
             l = l[m.start():]
         if PRINTK.match(l):
-            started = started or STARTED in l
+            started = started or INIT_STARTED in l
             con.append(l)
         elif started:
             ktap.append((cut or "") + l)
@@ -285,10 +281,38 @@ def job_id():
 job_id.n = 0
 
 
-def run_local(arch, accel, smp, job, rundir, limit, answered=None, jobs=1, alone=False):
-    """One job through lava-run on this machine, in a guest slot of its own.
-    Returns (lava-run status, timed out, seconds, stop (guest.supervise()'s),
-    record)."""
+class LavaRun(Backend):
+    """A guest as a LAVA job, through lava-run on this machine."""
+
+    def run(self, spec):
+        job = job_definition(spec.arch, spec.name, file_url(spec.image), file_url(spec.initrd),
+                             spec.cmdline, spec.limit, spec.disk and file_url(compact_disk(spec.disk)),
+                             spec.cpus)
+        return run_local(spec.arch, spec.accel, spec.cpus, job, spec.rundir, spec.answered,
+                         spec.jobs, spec.alone)
+
+
+class Lab(Backend):
+    """A guest as a LAVA job in a lab, submitted with lavacli's identity;
+    its files published in artifacts (directory, URL) for the lab."""
+
+    def __init__(self, identity, artifacts):
+        self.identity, self.artifacts = identity, artifacts
+
+    def run(self, spec):
+        def url(f):
+            return publish(f, self.artifacts)
+        job = job_definition(spec.arch, spec.name, url(spec.image), url(spec.initrd), spec.cmdline,
+                             spec.limit, spec.disk and url(compact_disk(spec.disk)), spec.cpus)
+        try:
+            return run_lab(self.identity, job, spec.rundir, spec.answered)
+        except LabError as e:
+            return GuestResult(None, False, 0.0, via={"via": f"lava:{self.identity}"},
+                               refused=f"the lab did not take the job: {e}")
+
+
+def run_local(arch, accel, smp, job, rundir, answered=None, jobs=1, alone=False):
+    """One job through lava-run on this machine, in a guest slot of its own."""
     d = os.path.join(rundir, "lava")
     os.makedirs(d, exist_ok=True)
     dump(device_config(arch, smp, accel), os.path.join(d, "device.yaml"))
@@ -311,7 +335,7 @@ def run_local(arch, accel, smp, job, rundir, limit, answered=None, jobs=1, alone
     rec = {"via": "lava-run", "job": os.path.relpath(os.path.join(d, "job.yaml"), os.path.dirname(rundir)),
            "lava_log": os.path.relpath(log, os.path.dirname(rundir)), "lava_results": lava_results(entries),
            "lava_error": first_error(entries)}
-    return status, krepro_timeout or timed_out(entries), secs, stop, rec
+    return GuestResult(status, krepro_timeout or timed_out(entries), secs, via=rec, **stopped(stop))
 
 
 
@@ -339,8 +363,7 @@ def publish(path, artifacts):
 
 def run_lab(identity, job, rundir, answered=None):
     """Submit one job with lavacli, follow its log to the end, read it back.
-    Returns (0 when LAVA says Complete, timed out, seconds, stop
-    (guest.supervise()'s), record)."""
+    Its status is 0 when LAVA says Complete."""
     d = os.path.join(rundir, "lava")
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "job.yaml")
@@ -372,4 +395,4 @@ def run_lab(identity, job, rundir, answered=None):
            "job": os.path.relpath(path, os.path.dirname(rundir)),
            "lava_log": os.path.relpath(log, os.path.dirname(rundir)), "lava_results": lava_results(entries),
            "lava_error": first_error(entries)}
-    return (0 if health == "Complete" else 1), timed_out(entries), secs, stop, rec
+    return GuestResult(0 if health == "Complete" else 1, timed_out(entries), secs, via=rec, **stopped(stop))

@@ -1,5 +1,6 @@
 """What each reproducer declares about itself: build/repro/<id>.json, which
 the build writes from the reproducer's --describe. Read here, once."""
+import dataclasses
 import difflib
 import glob
 import json
@@ -7,24 +8,145 @@ import os
 import re
 import subprocess
 
+from . import evidence
+from .guest import GUEST_CPUS
 from . import paths
 from .paths import TOP, build
+from .protocol import DEFAULT_TIMEOUT, TIMEOUT_MARGIN
 
 
 class MetaError(Exception):
     pass
 
 
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    """A kernel report that is the bug (struct krepro_signature)."""
+    kind: str = None
+    title: str = None       # regex searched in the report's title; None: any
+    frame: str = None       # regex one function of its trace matches whole
+    detectors: tuple = ()   # the options without which it is never printed
+
+    @property
+    def is_hang(self):
+        return self.kind == "HANG"
+
+
+SIGNATURE_KEYS = frozenset(f.name for f in dataclasses.fields(Signature))
+
+
+@dataclasses.dataclass(frozen=True)
+class Reproducer:
+    """What a reproducer declares (its --describe), with its defaults."""
+    name: str
+    summary: str = ""
+    fix: str = ""
+    introduced: str = ""
+    seed: str = ""
+    arches: tuple = ("x86_64",)
+    not_in_matrix: str = ""   # why it is left out of the matrix; "": in it
+    min_cpus: int = 1
+    alone: bool = False       # its race odds were measured with the host to itself
+    timeout: int = DEFAULT_TIMEOUT  # seconds for its whole run in the guest
+    cmdline: str = ""         # its own kernel command line
+    disk_mib: int = 0
+    prepare: bool = False     # its disk is written once by the patched kernel
+    kconfig: tuple = ()       # the options it needs to run
+    cases: tuple = ()
+    own_evidence: bool = True  # its cases can FAIL by themselves
+    own_detectors: tuple = ()
+    signatures: tuple = ()    # Signature
+
+    @classmethod
+    def from_json(cls, d):
+        """From --describe's JSON; absent, null or empty fields take their
+        defaults (metadata that predates a field means its default)."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        kw = {}
+        for key, v in d.items():
+            if key not in fields or v is None or (v == 0 and key in ("timeout", "min_cpus")):
+                continue
+            if key == "signatures":
+                v = tuple(Signature(**{k: tuple(x) if k == "detectors" and x else x
+                                       for k, x in s.items() if x is not None and k in SIGNATURE_KEYS})
+                          for s in v)
+            elif isinstance(v, list):
+                v = tuple(v) or fields[key].default
+            kw[key] = v
+        return cls(**kw)
+
+    @property
+    def in_matrix(self):
+        return not self.not_in_matrix
+
+    @property
+    def time_limit(self):
+        """A guest's wall-clock limit: its run, and the boot and power-off."""
+        return self.timeout + TIMEOUT_MARGIN
+
+    @property
+    def cpus(self):
+        """A guest's vCPUs: the machine's usual, or more if it needs them."""
+        return max(GUEST_CPUS, self.min_cpus)
+
+    @property
+    def hang_is_bug(self):
+        """Its guest not ending in time is the bug (a HANG signature)."""
+        return any(s.is_hang for s in self.signatures)
+
+    @property
+    def evidence_paths(self):
+        """[(name, detectors)]: each signature, then its own evidence."""
+        out = [(evidence.path_name(s), list(s.detectors)) for s in self.signatures]
+        if self.own_evidence:
+            out.append((evidence.OWN, list(self.own_detectors)))
+        return out
+
+    def missing_options(self, cfg):
+        """The options it needs that a kernel's config cfg lacks."""
+        return evidence.lacks(cfg, self.kconfig)
+
+
+def json_problems(d):
+    """What is wrong with a --describe's JSON d against Reproducer's fields
+    (each present, of its type; no other key; each signature whole), as
+    sentences; [] when nothing is."""
+    out = []
+    for f in dataclasses.fields(Reproducer):
+        want = {tuple: list}.get(type(f.default), type(f.default)) if f.name != "name" else str
+        v = d.get(f.name)
+        if f.name not in d:
+            out.append(f"no \"{f.name}\" in its --describe")
+        elif not isinstance(v, want) or (want is int and isinstance(v, bool)):
+            out.append(f"\"{f.name}\" is {v!r}, not a {want.__name__}")
+    extra = set(d) - {f.name for f in dataclasses.fields(Reproducer)}
+    if extra:
+        out.append(f"unexpected keys {sorted(extra)}")
+    keys = SIGNATURE_KEYS
+    for i, sig in enumerate(d.get("signatures") or [] if isinstance(d.get("signatures"), list) else []):
+        if not isinstance(sig, dict) or set(sig) != keys:
+            out.append(f"signature {i + 1}: {sig!r} is not {{{', '.join(sorted(keys))}}}")
+    return out
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except ValueError as e:
+        raise MetaError(f"{path}: not JSON ({e}); rebuild with make build")
+    if not isinstance(d, dict) or not isinstance(d.get("name"), str):
+        raise MetaError(f"{path}: not a reproducer's description; rebuild with make build")
+    return d
+
+
 def load_all(build_dir=None):
+    """{name: Reproducer} of every reproducer built."""
     build_dir = build_dir or build()
     metas = {}
     for path in sorted(glob.glob(os.path.join(build_dir, "repro", "*.json"))):
-        try:
-            with open(path) as f:
-                m = json.load(f)
-        except ValueError as e:
-            raise MetaError(f"{path}: not JSON ({e}); rebuild with make build")
-        metas[m["name"]] = m
+        r = Reproducer.from_json(read(path))
+        metas[r.name] = r
     return metas
 
 
@@ -34,12 +156,6 @@ def ensure_built(quiet=True):
                        capture_output=quiet, text=True)
     if p.returncode != 0:
         raise MetaError("building the reproducers failed:\n" + (p.stdout or "") + (p.stderr or ""))
-
-
-def for_arch(metas, arch, matrix_only=False):
-    return [n for n, m in sorted(metas.items())
-            if arch in (m.get("arches") or ["x86_64"])
-            and not (matrix_only and m.get("not_in_matrix"))]
 
 
 # --- what the source tree says, before anything is built ---------------------

@@ -1,5 +1,6 @@
 """Where things are: the repository, the build, the cache."""
 import os
+import subprocess
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(TOP, "scripts")
@@ -33,3 +34,10 @@ def read(path):
             return f.read()
     except OSError:
         return ""
+
+
+def git_commit():
+    """krepro's own commit, for the records."""
+    p = subprocess.run(["git", "-C", TOP, "rev-parse", "--short=12", "HEAD"],
+                       capture_output=True, text=True)
+    return p.stdout.strip() if p.returncode == 0 else "unknown"

@@ -4,8 +4,9 @@ nothing."""
 import json
 import os
 
-from . import evidence, meta as metamod, rates, runner, stats
-from .paths import TOP, build
+from . import evidence, kernels, meta as metamod, rates, stats
+from .paths import TOP, build, git_commit
+from .scheduler import rate_record, row_role
 
 
 def timing(image):
@@ -22,11 +23,11 @@ def kernel_line(k):
     """What the run does for kernel k before its rows, and the build seconds
     it may cost (None: nothing to build; "unknown": a build of unknown cost)."""
     if k.flavour:
-        img = runner.flavour_image(k.arch, k.flavour)
-        stamp = runner.read_stamp(img)
+        img = kernels.flavour_image(k.arch, k.flavour)
+        stamp = kernels.read_stamp(img)
         if not os.path.isfile(img) or not stamp:
             return f"not built: built first ({img})", "unknown"
-        if runner.kernels_sh(k.arch, "stale", k.flavour).stdout.strip():
+        if kernels.kernels_sh(k.arch, "stale", k.flavour).stdout.strip():
             last = timing(img)
             return (f"stale (a patch or fragment changed): rebuilt first; its last build took "
                     f"{last} s" if last is not None else "stale: rebuilt first"), last or "unknown"
@@ -50,30 +51,30 @@ def guest_seconds(repro, arch):
     return None, "no recorded guest time"
 
 
-def row_guests(o, repro, k, meta):
+def row_guests(config, repro, k, meta):
     """Guests the row needs if every run ends as its role expects, and why.
     meta: the reproducer's --describe, or None before it is built (then its
     detectors are not checked)."""
-    r = runner.row_role(o.expect, k)
-    sight = evidence.Sight(meta or {}, k.config)
+    r = row_role(config.expect, k)
+    sight = evidence.Sight(meta, k.config)
     if sight.all_blind:
         return r, 0, f"not booted (undecided): {sight.note()}; nothing else could show the bug"
     # Under --accel auto the accelerator is known only once a guest boots.
-    accel = "tcg" if o.arch != "x86_64" else None if o.accel == "auto" else o.accel
+    accel = "tcg" if config.arch != "x86_64" else None if config.accel == "auto" else config.accel
     caveat = ""
-    rec, note = runner.rate_record(repro, o.arch, r, sight, accel)
+    rec, note = rate_record(repro, config.arch, r, sight, accel)
     if rec and r == "probe" and accel is None:
         caveat = f"; it applies only if the guests run under {rates.accel_of(rec)}"
     rate = (rec["fails"], rec["runs"], note) if rec else None
-    row = stats.Row(r, target=o.miss, cap=o.max_runs, rate=rate, repeat=o.repeat,
-                    any_report=o.any_report)
+    row = stats.Row(r, target=config.miss, cap=config.max_runs, rate=rate, repeat=config.repeat,
+                    any_report=config.any_report)
     n = row.expected_remaining()
-    if o.repeat:
-        why = f"fixed: {o.repeat} runs"
+    if config.repeat:
+        why = f"fixed: {config.repeat} runs"
     elif r == "bug":
         why = f"stops at its first FAIL ({note})" if rate else f"measures its FAIL rate ({note})"
     elif rate:
-        why = (f"{n} clean runs for {stats.miss_bound(o.miss)} "
+        why = (f"{n} clean runs for {stats.miss_bound(config.miss)} "
                f"(rate {rate[0]}/{rate[1]}, bound ≥ {stats.pct(stats.rate_lower(rate[0], rate[1]))}"
                f"{caveat})")
     else:
@@ -81,35 +82,35 @@ def row_guests(o, repro, k, meta):
     return r, n, why
 
 
-def dry_run(o, table):
+def dry_run(config):
     print("krepro: dry run: nothing is built or booted")
-    print(f"krepro {runner.git_commit()}, arch {o.arch}, accel {o.accel}, via {o.via}, "
-          f"{o.jobs} guest(s) at a time")
+    print(f"krepro {git_commit()}, arch {config.arch}, accel {config.accel}, via {config.via}, "
+          f"{config.jobs} guest(s) at a time")
     builds = []
     print("kernels:")
-    for k in o.kernel_objs:
+    for k in config.kernels:
         line, cost = kernel_line(k)
         print(f"  {k.label:<12} {line}")
         if cost is not None:
             builds.append((k.label, cost))
-    built = all(os.path.isfile(os.path.join(build(), "repro", r + ".json")) for r in o.repros)
+    built = all(os.path.isfile(os.path.join(build(), "repro", r + ".json")) for r in config.repros)
     try:
         metas = metamod.load_all() if built else {}
     except metamod.MetaError:
         metas = {}
-    for k in o.kernel_objs:
+    for k in config.kernels:
         k.load_config()
-    sub = "" if o.arch == "x86_64" else o.arch
-    initrd = os.environ.get("KREPRO_INITRD") or os.path.join(build(), sub, "guest", "initramfs.cpio")
+    sub = "" if config.arch == "x86_64" else config.arch
+    initrd = config.initrd or os.path.join(build(), sub, "guest", "initramfs.cpio")
     print("reproducers: " + ("built" if built else "not built: make build first")
           + f"; guest image {os.path.relpath(initrd, TOP) if initrd.startswith(TOP) else initrd}"
           + ("" if os.path.isfile(initrd) else " (not built: built first)"))
     print("rows (guests if each run ends as its role expects; time from recorded guest medians):")
     total_guests, total_secs, unknown = 0, 0.0, []
-    for r in o.repros:
-        secs, src = guest_seconds(r, o.arch)
-        for k in o.kernel_objs:
-            rl, n, why = row_guests(o, r, k, metas.get(r))
+    for r in config.repros:
+        secs, src = guest_seconds(r, config.arch)
+        for k in config.kernels:
+            rl, n, why = row_guests(config, r, k, metas.get(r))
             total_guests += n
             if secs is None:
                 unknown.append(r)
@@ -122,8 +123,8 @@ def dry_run(o, table):
     est = f"about {total_secs:.0f} s ({mins:.1f} min) of guests" if total_secs else "no recorded guest times"
     if unknown:
         est += f", plus {len(set(unknown))} reproducer(s) with no recorded time ({' '.join(sorted(set(unknown)))})"
-    if o.jobs > 1:
-        est += f"; with {o.jobs} at a time, less wall clock"
+    if config.jobs > 1:
+        est += f"; with {config.jobs} at a time, less wall clock"
     print(f"estimate: {total_guests} guests, {est}")
     if builds:
         parts = [f"{lbl} ({c} s its last time)" if c != "unknown" else f"{lbl} (time unknown)"

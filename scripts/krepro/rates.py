@@ -21,7 +21,8 @@ import datetime
 import json
 import os
 
-from .paths import cache, repro_dir
+from .guest import log
+from .paths import TOP, cache, repro_dir
 
 
 def repo_path(repro):
@@ -140,3 +141,23 @@ def record(repro, arch, build, fails, runs, seconds, commit, accel, planned=None
         data[arch]["planned"] = planned
     _write(path, data)
     return True
+
+
+def record_run(results, arch, repros, build, planned, rec=None):
+    """make calibrate: the unpatched rows of the run in results (or of its
+    run.json's data, rec) become the committed records (build: the unpatched
+    kernel's stamp; planned: the runs a row was asked for). Called after
+    every guest, so a calibration cut short keeps what it measured, and once
+    at the end."""
+    if rec is None:
+        with open(os.path.join(results, "run.json")) as f:
+            rec = json.load(f)
+    for r in repros:
+        runs = [x for x in rec["runs"] if x["repro"] == r and x["kernel"] == "unpatched"]
+        trials = [x for x in runs if x["outcome"] in ("FAIL", "PASS", "OTHER")]
+        if not trials:
+            continue
+        fails = sum(1 for x in trials if x["outcome"] == "FAIL")
+        if record(r, arch, build, fails, len(trials), [x["seconds"] for x in runs],
+                  rec["krepro"], rec["accel"], planned) and len(trials) >= planned:
+            log(f"{r}: FAIL {fails}/{len(trials)} recorded in {os.path.relpath(repo_path(r), TOP)}")

@@ -8,6 +8,8 @@ it stops when that is at or below the target miss probability.
 import copy
 import math
 
+from .protocol import DEFAULT_MISS
+
 CONFIDENCE = 0.95
 
 
@@ -82,11 +84,10 @@ class Row:
     # Runs that say nothing about the bug before a row gives up as BROKEN.
     MAX_UNDECIDED = 3
 
-    def __init__(self, role, target=0.01, cap=20, rate=None, repeat=None,
-                 recorded_ok=True, any_report=False):
+    def __init__(self, role, target=DEFAULT_MISS, cap=20, rate=None, repeat=None,
+                 any_report=False):
         self.role, self.target, self.cap, self.repeat = role, target, cap, repeat
         self.rate = rate
-        self.recorded_ok = recorded_ok
         self.any_report = any_report
         self.outcomes = []
         self.decision = None
@@ -157,13 +158,13 @@ class Row:
                 return "PASS"
         else:  # bug row
             k, t = self.fails, self.trials
-            if k and self.rate is not None and self.recorded_ok:
+            if k and self.rate is not None:
                 return "FAIL"
             if k and clean_runs_needed(rate_lower(k + 1, t + 1), self.target) >= \
                     clean_runs_needed(rate_lower(k, t), self.target) - 1:
                 # One more FAIL would save at most one clean run on the fixed row.
                 return "FAIL"
-            p = self.p_low() if self.recorded_ok else 0.0
+            p = self.p_low()
             if not k and p > 0 and miss(p, self.count("PASS")) <= self.target:
                 self.why = "not reproduced where the recorded rate says it would have been"
                 return "PASS"

@@ -1,0 +1,127 @@
+"""One guest run: its backend (config.via), its limits, its outcome and the
+record run.json keeps of it."""
+import os
+import shlex
+import time
+
+from . import decode, guest, lava
+from .backend import GuestSpec
+from .guest import log
+from .paths import read
+from .answer import Watch
+from .reports import decide, evidence_crash
+
+
+def backend(config):
+    """What runs the guests of a run configured so."""
+    if config.via == "lava-run":
+        return lava.LavaRun()
+    if config.lab:
+        return lava.Lab(config.lab, config.artifacts)
+    return guest.Qemu(keep=config.keep, gdb=config.gdb, extra=config.qemu_extra)
+
+
+def broken(base, evidence):
+    """The record of a guest that never ran: BROKEN, with why."""
+    return dict(base, outcome="BROKEN", evidence=evidence, seconds=0.0, reports=[], exit=None,
+                signature=None, timed_out=False, qemu_status=None)
+
+
+class Dispatcher:
+    """Runs the guests of one run, each in its own directory."""
+
+    def __init__(self, config, accel, initrd):
+        self.config, self.accel, self.initrd = config, accel, initrd
+        self.backend = backend(config)
+
+    def limit(self, meta):
+        return self.config.timeout or meta.time_limit
+
+    def spec(self, kernel, meta, n, rundir, disk):
+        c = self.config
+        # The reproducer's own command line, then the user's (--append).
+        extra = " ".join(x for x in (meta.cmdline, c.append, "nokaslr" if c.gdb else "") if x)
+        return GuestSpec(
+            name=f"krepro {meta.name} on {kernel.label} run {n}", arch=c.arch, accel=self.accel,
+            image=kernel.image, initrd=kernel.initrd or guest.own_image(self.initrd, meta.name),
+            cmdline=guest.kernel_cmdline(c.arch, meta.name, extra, c.keep), cpus=meta.cpus,
+            rundir=rundir, limit=self.limit(meta), disk=disk, jobs=c.jobs, alone=meta.alone,
+            answered=Watch(meta, ktap_path=os.path.join(rundir, "ktap.txt")))
+
+    def run(self, kernel, meta, n, rundir, disk, prep_error):
+        """One guest of meta on kernel, the n-th of its row: its record."""
+        os.makedirs(rundir, exist_ok=True)
+        for f in ("console.log", "ktap.txt"):
+            open(os.path.join(rundir, f), "w").close()
+        d = os.path.basename(rundir)
+        base = {"repro": meta.name, "kernel": kernel.label, "build": kernel.build_id, "run": n,
+                "dir": d, "log": f"{d}/console.log", "ktap": f"{d}/ktap.txt", "fix": meta.fix,
+                "timeout": self.limit(meta), "accel": self.accel}
+        if prep_error:
+            return broken(base, prep_error)
+        if self.config.gdb:
+            log(f"{meta.name} on {kernel.label}: QEMU waits for gdb at its first instruction; "
+                f"in another terminal:\n  {gdb_command(kernel, self.config.gdb)}")
+        res = self.backend.run(self.spec(kernel, meta, n, rundir, disk))
+        if res.refused:
+            return broken(dict(base, **res.via), res.refused)
+        out = dict(base, **judge(rundir, meta, res, self.config.keep))
+        if out["outcome"] in ("FAIL", "OTHER"):
+            decode_report(kernel, out, rundir, self.config.arch)
+        return out
+
+
+def judge(rundir, meta, res, keep=False):
+    """The outcome of a guest that ran (res: backend.GuestResult), from the
+    files it left in rundir, as run.json records it."""
+    console = read(os.path.join(rundir, "console.log"))
+    v = decide(console, meta, read(os.path.join(rundir, "ktap.txt")), res.timed_out, res.status)
+    if res.stopped_early:
+        v["evidence"] += (" ; guest stopped when its answer was complete" if res.answer_complete is not None
+                          else f" ; guest stopped {guest.AFTER_REPORT:g} s after the report ended")
+    if v["outcome"] in ("BROKEN", "HANG") and res.via.get("lava_error"):
+        v["evidence"] += f" ; LAVA: {res.via['lava_error']}"
+    mark = v["mark_line"]
+    title = next((r["title"] for r in v["reports"] if r.get("line", 0) >= (mark or 1 << 30)), None)
+    # BROKEN with no init, no start of the reproducer and no result of its,
+    # or a kernel report before its start mark: the boot failed, not the test.
+    infra = v["outcome"] == "BROKEN" and not keep and (
+        v["init_line"] is None or (mark is None and v["exit"] is None)
+        or any(mark is not None and r["line"] < mark for r in v["reports"]))
+    return dict(outcome=v["outcome"], evidence=v["evidence"], seconds=res.seconds,
+                boot=guest.boot_seconds(console), infra=infra,
+                signature=v["signature"], report_title=title, reports=v["reports"][:20],
+                exit=v["exit"], timed_out=res.timed_out, stopped_early=res.stopped_early,
+                report_seen=res.report_seen, answer_complete=res.answer_complete,
+                qemu_status=res.status, **res.via)
+
+
+def decode_report(kernel, run, rundir, arch):
+    """The report behind a FAIL or OTHER, each frame decoded to file:line,
+    into rundir/report.txt (run["report"]); run["decode_error"] says why not."""
+    crash = evidence_crash(run)
+    if not crash:
+        return
+    lines = decode.report_lines(read(os.path.join(rundir, "console.log")), crash)
+    vmlinux, modules = kernel.vmlinux()
+    t0 = time.monotonic()
+    decoded, why = decode.decode(lines, vmlinux, arch, tree=kernel.tree, modules=modules)
+    if decoded is None:
+        run["decode_error"] = why
+        return
+    with open(os.path.join(rundir, "report.txt"), "w") as f:
+        f.write("\n".join(decoded) + "\n")
+    run.update(report=f"{run['dir']}/report.txt", decoded=decode.decoded_frames(decoded),
+               decode_seconds=round(time.monotonic() - t0, 1))
+
+
+def gdb_command(kernel, port):
+    """The gdb line that attaches to a --gdb guest, with the image's own
+    vmlinux where one is known (kernels.sh keeps one beside each image it
+    builds; a kernel of the user's may have one beside it)."""
+    vmlinux = kernel.vmlinux()[0]
+    line = f"gdb {shlex.quote(vmlinux) if vmlinux else 'vmlinux'} -ex 'target remote :{port}'"
+    if not vmlinux:
+        line += (f"\n  (no vmlinux beside {kernel.image}: give gdb the vmlinux of that build;"
+                 " without one gdb has no symbols)")
+    return line
