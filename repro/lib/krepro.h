@@ -353,6 +353,10 @@ unsigned int krepro_xfs_rmap_root(const char *dev, unsigned char root[KREPRO_XFS
 /* Read AG 0's block agbno of dev. */
 void krepro_xfs_read_block(const char *dev, unsigned int agbno,
 			   unsigned char buf[KREPRO_XFS_BLK]);
+/* Read the leaf under key i (0: the first) of the two-level rmapbt root
+ * into leaf; returns its agbno. BROKEN if it is not an rmapbt leaf. */
+unsigned int krepro_xfs_rmap_leaf(const char *dev, const unsigned char root[KREPRO_XFS_BLK],
+				  unsigned int i, unsigned char leaf[KREPRO_XFS_BLK]);
 /* xfs_repair -n dev: its exit status (0: clean). Its output goes out as
  * diagnostics unless quiet; with when, one line says what it found. */
 int krepro_xfs_repair_n(const char *dev, const char *when, bool quiet);
@@ -361,5 +365,25 @@ int krepro_xfs_repair_n(const char *dev, const char *when, bool quiet);
  * its own rmap record; 2,048 blocks give AG 0 a two-level rmapbt on a 512 MiB
  * filesystem. */
 void krepro_xfs_fragmented_file(const char *path, unsigned int blocks);
+/* FICLONERANGE of one 4 KiB block: src's at src_off over dst's at dst_off.
+ * 0, or -1 with errno (the call under test: judged by the caller). */
+int krepro_clone_block(int dst, off_t dst_off, int src, off_t src_off);
+
+/*
+ * The steps of a case, in order, for its evidence: "fallocate ok, fsync EIO"
+ * (an errno by its name, "short" for a short transfer) and the errnos of
+ * those that failed. Zero it before the first step.
+ */
+struct krepro_steps {
+	char text[384];
+	bool failed;
+	unsigned int nerrs;
+	int errs[8];
+};
+/* Record one step: its name, whether it worked, and errno if not (read it
+ * in the statement after the call: argument order is unspecified). */
+void krepro_step(struct krepro_steps *s, const char *name, bool ok, int err);
+/* Did a step fail with err? */
+bool krepro_steps_gave(const struct krepro_steps *s, int err);
 
 #endif

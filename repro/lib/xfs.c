@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * XFS helpers the rmap reproducers share: the raw on-disk rmapbt root of AG 0
- * (xfs_db's key fields do not show the unwritten bit) and xfs_repair -n.
+ * XFS helpers the rmap reproducers share: the raw on-disk rmapbt of AG 0
+ * (xfs_db's key fields do not show the unwritten bit), xfs_repair -n, the
+ * one-block clone and the steps a case's evidence names.
  */
 #define _GNU_SOURCE
 #include "krepro.h"
 
 #include <endian.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/fs.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 uint16_t krepro_be16(const void *p) { uint16_t v; memcpy(&v, p, 2); return be16toh(v); }
@@ -77,4 +82,51 @@ void krepro_xfs_fragmented_file(const char *path, unsigned int blocks)
 			       KREPRO_XFS_BLK));
 	SAFE(fsync(fd));
 	close(fd);
+}
+
+unsigned int krepro_xfs_rmap_leaf(const char *dev, const unsigned char root[KREPRO_XFS_BLK],
+				  unsigned int i, unsigned char leaf[KREPRO_XFS_BLK])
+{
+	/* The node's key pairs fill the block before its pointers. */
+	unsigned int maxrecs = (KREPRO_XFS_BLK - KREPRO_XFS_BB_HDR) / (KREPRO_RMAP_KEY_PAIR + 4);
+	unsigned int agbno = krepro_be32(root + KREPRO_XFS_BB_HDR +
+					 maxrecs * KREPRO_RMAP_KEY_PAIR + i * 4);
+
+	krepro_xfs_read_block(dev, agbno, leaf);
+	if (memcmp(leaf, "RMB3", 4))
+		krepro_broken("rmapbt leaf %u (AG block %u) on %s has no RMB3 magic", i, agbno, dev);
+	return agbno;
+}
+
+int krepro_clone_block(int dst, off_t dst_off, int src, off_t src_off)
+{
+	struct file_clone_range fcr = {
+		.src_fd = src, .src_offset = (__u64)src_off, .src_length = KREPRO_XFS_BLK,
+		.dest_offset = (__u64)dst_off,
+	};
+
+	return ioctl(dst, FICLONERANGE, &fcr);
+}
+
+void krepro_step(struct krepro_steps *s, const char *name, bool ok, int err)
+{
+	size_t used = strlen(s->text);
+	const char *word = "ok";
+
+	if (!ok) {
+		word = err ? strerrorname_np(err) : "short";
+		word = word ? word : "E?";
+		s->failed = true;
+		if (s->nerrs < sizeof(s->errs) / sizeof(s->errs[0]))
+			s->errs[s->nerrs++] = err;
+	}
+	snprintf(s->text + used, sizeof(s->text) - used, "%s%s %s", used ? ", " : "", name, word);
+}
+
+bool krepro_steps_gave(const struct krepro_steps *s, int err)
+{
+	for (unsigned int i = 0; i < s->nerrs; i++)
+		if (s->errs[i] == err)
+			return true;
+	return false;
 }

@@ -57,16 +57,13 @@ static char loopdev[32], mnt[64];
 static int find_stale_key(const char *dev, struct stale_key *sk)
 {
 	unsigned char root[BLK], leaf[BLK];
-	unsigned int maxrecs = (BLK - KREPRO_XFS_BB_HDR) / (KREPRO_RMAP_KEY_PAIR + 4);
 
 	krepro_xfs_rmap_root(dev, root);
 	sk->numrecs = krepro_be16(root + 6);
 	for (unsigned int i = 0; krepro_be16(root + 4) == 1 && i < sk->numrecs; i++) {
 		const unsigned char *key = root + KREPRO_XFS_BB_HDR + i * KREPRO_RMAP_KEY_PAIR;
-		uint32_t child = krepro_be32(root + KREPRO_XFS_BB_HDR +
-					     maxrecs * KREPRO_RMAP_KEY_PAIR + i * 4);
 
-		krepro_xfs_read_block(dev, child, leaf);
+		krepro_xfs_rmap_leaf(dev, root, i, leaf);
 		sk->key_offset = krepro_be64(key + 12);
 		sk->rec_offset = krepro_be64(leaf + KREPRO_XFS_BB_HDR + 16);
 		sk->owner = krepro_be64(key + 4);
@@ -91,7 +88,6 @@ static bool rmap_lookup(const char *dev, uint64_t owner, uint64_t block, uint32_
 			bool *unwritten)
 {
 	unsigned char root[BLK], leaf[BLK];
-	unsigned int maxrecs = (BLK - KREPRO_XFS_BB_HDR) / (KREPRO_RMAP_KEY_PAIR + 4);
 	unsigned int level, nleaves;
 
 	krepro_xfs_rmap_root(dev, root);
@@ -103,10 +99,7 @@ static bool rmap_lookup(const char *dev, uint64_t owner, uint64_t block, uint32_
 		const unsigned char *b = root;
 
 		if (level) {
-			krepro_xfs_read_block(dev, krepro_be32(root + KREPRO_XFS_BB_HDR +
-						maxrecs * KREPRO_RMAP_KEY_PAIR + i * 4), leaf);
-			if (memcmp(leaf, "RMB3", 4))
-				krepro_broken("rmapbt leaf %u on %s has no RMB3 magic", i, dev);
+			krepro_xfs_rmap_leaf(dev, root, i, leaf);
 			b = leaf;
 		}
 		for (unsigned int r = 0; r < krepro_be16(b + 6); r++) {
@@ -441,21 +434,22 @@ static bool rmap_corruption_report(int kmsg, char *caller, size_t size)
  * other failure is not shown to be this bug: BROKEN, naming the errnos.
  * let_go() lets go of the case's filesystem once the report is read.
  */
-static void step_failed(int kmsg, const int *errs, unsigned int nerrs, const char *what,
+static void step_failed(int kmsg, const struct krepro_steps *st, const char *what,
 			void (*let_go)(void))
 {
 	char caller[128] = "";
-	bool euclean = false, report = rmap_corruption_report(kmsg, caller, sizeof(caller));
+	bool euclean = krepro_steps_gave(st, EUCLEAN),
+	     report = rmap_corruption_report(kmsg, caller, sizeof(caller));
 
 	let_go();
-	for (unsigned int i = 0; i < nerrs; i++)
-		euclean |= errs[i] == EUCLEAN;
 	if (report)
-		krepro_fail("%s (XFS: internal error in xfs_rmap.c, caller %s)%s", what, caller,
+		krepro_fail("%s: %s (XFS: internal error in xfs_rmap.c, caller %s)%s", what,
+			    st->text, caller,
 			    euclean ? "" : " without EUCLEAN");
 	else
-		krepro_broken("%s: %s no corruption report from xfs_rmap.c%s, so not shown "
-			      "to be this bug", what, euclean ? "EUCLEAN but" : "no EUCLEAN and",
+		krepro_broken("%s: %s: %s no corruption report from xfs_rmap.c%s, so not shown "
+			      "to be this bug", what, st->text,
+			      euclean ? "EUCLEAN but" : "no EUCLEAN and",
 			      kmsg < 0 ? " (kmsg unreadable)" : "");
 }
 
@@ -524,35 +518,29 @@ static bool b_unmapped(char *evidence, size_t size)
 	return !mapped;
 }
 
-/* A step's result, as a word for the evidence. */
-static const char *res(int ret, int err)
-{
-	return ret < 0 ? strerror(err) : "ok";
-}
-
 /* Punch the block whose record sits behind the stale key: the lookup of its
  * record must go through that key. */
 static void run_punch(void)
 {
-	int fd, ret, err, sync, sync_err, kmsg;
+	struct krepro_steps st = { 0 };
+	int fd, ret, kmsg;
 
 	case_setup(R_PUNCH, "punch");
 	kmsg = kmsg_open();
 	fd = open_in("f", O_RDWR);
 	ret = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			(off_t)target.block * BLK, BLK);
-	err = errno;
-	sync = fsync(fd);
-	sync_err = errno;
+	krepro_step(&st, "fallocate", ret == 0, errno);
+	ret = fsync(fd);
+	krepro_step(&st, "fsync", ret == 0, errno);
 	close(fd);
-	if (ret < 0 || sync < 0) {
-		int errs[] = { ret < 0 ? err : 0, sync < 0 ? sync_err : 0 };
-		char what[256];
+	if (st.failed) {
+		char what[128];
 
-		snprintf(what, sizeof(what), "punching file block %llu: fallocate %s, fsync %s, "
-			 "on a filesystem xfs_repair -n called clean",
-			 (unsigned long long)target.block, res(ret, err), res(sync, sync_err));
-		step_failed(kmsg, errs, 2, what, case_abandon);
+		snprintf(what, sizeof(what), "punching file block %llu of a filesystem "
+			 "xfs_repair -n called clean",
+			 (unsigned long long)target.block);
+		step_failed(kmsg, &st, what, case_abandon);
 		return;
 	}
 	case_finish("punching the stale key's block", b_unmapped);
@@ -591,41 +579,35 @@ static bool writes_recorded(char *evidence, size_t size)
 static void run_write(void)
 {
 	void *buf = krepro_dio_buf(BLK, 'w');
-	int fd, bad = 0, kmsg, errs[WRITES + 1] = { 0 };
-	char steps[256] = "";
+	struct krepro_steps st = { 0 };
+	int fd, ret, kmsg;
 
 	case_setup(R_WRITE, "write");
 	kmsg = kmsg_open();
 	fd = open_in("f", O_RDWR | O_DIRECT);
 	for (unsigned int i = 0; i < WRITES; i++) {
 		off_t off = ((off_t)target.block + write_rel[i]) * BLK;
-		ssize_t ret = pwrite(fd, buf, BLK, off);
-		int err = errno;
+		ssize_t n = pwrite(fd, buf, BLK, off);
+		char name[48];
 
-		bad |= ret != BLK;
-		errs[i] = ret < 0 ? err : 0;
-		snprintf(steps + strlen(steps), sizeof(steps) - strlen(steps),
-			 "%sblock %lld (B%+d) %s", i ? ", " : "", (long long)(off / BLK),
-			 write_rel[i], ret == BLK ? "ok" : ret < 0 ? strerror(err) : "short");
+		snprintf(name, sizeof(name), "block %lld (B%+d)", (long long)(off / BLK),
+			 write_rel[i]);
+		krepro_step(&st, name, n == BLK, n < 0 ? errno : 0);
 	}
-	if (fsync(fd) < 0) {
-		bad = 1;
-		errs[WRITES] = errno;
-		snprintf(steps + strlen(steps), sizeof(steps) - strlen(steps), ", fsync %s",
-			 strerror(errno));
-	}
+	ret = fsync(fd);
+	krepro_step(&st, "fsync", ret == 0, errno);
 	close(fd);
 	free(buf);
-	if (bad) {
-		char what[384];
+	if (st.failed) {
+		char what[128];
 
-		snprintf(what, sizeof(what), "O_DIRECT writes next to file block %llu: %s, on a "
-			 "filesystem xfs_repair -n called clean", (unsigned long long)target.block,
-			 steps);
-		step_failed(kmsg, errs, WRITES + 1, what, case_abandon);
+		snprintf(what, sizeof(what), "O_DIRECT writes next to file block %llu of a "
+			 "filesystem xfs_repair -n called clean",
+			 (unsigned long long)target.block);
+		step_failed(kmsg, &st, what, case_abandon);
 		return;
 	}
-	krepro_info("O_DIRECT writes: %s", steps);
+	krepro_info("O_DIRECT writes: %s", st.text);
 	must_umount();
 	{
 		struct stale_key after;
@@ -639,16 +621,6 @@ static void run_write(void)
 		    writes_recorded);
 }
 
-static int clone_range(int dst, off_t dst_off, int src, off_t src_off)
-{
-	struct file_clone_range fcr = {
-		.src_fd = src, .src_offset = (__u64)src_off, .src_length = BLK,
-		.dest_offset = (__u64)dst_off,
-	};
-
-	return ioctl(dst, FICLONERANGE, &fcr);
-}
-
 /*
  * Reflink onto the affected record: clone a written block of the same file
  * from far away (block 0, written here first; its record lives in the first
@@ -660,7 +632,8 @@ static int clone_range(int dst, off_t dst_off, int src, off_t src_off)
 static void run_reflink(void)
 {
 	void *buf = krepro_dio_buf(BLK, 'd');
-	int fd, dio, over, over_err, sync, sync_err, kmsg;
+	struct krepro_steps st = { 0 };
+	int fd, dio, ret, kmsg;
 
 	case_setup(R_REFLINK, "reflink");
 	kmsg = kmsg_open();
@@ -671,20 +644,18 @@ static void run_reflink(void)
 	close(dio);
 	free(buf);
 	fd = open_in("f", O_RDWR);
-	over = clone_range(fd, (off_t)target.block * BLK, fd, 0);
-	over_err = errno;
-	sync = fsync(fd);
-	sync_err = errno;
+	ret = krepro_clone_block(fd, (off_t)target.block * BLK, fd, 0);
+	krepro_step(&st, "FICLONERANGE", ret == 0, errno);
+	ret = fsync(fd);
+	krepro_step(&st, "fsync", ret == 0, errno);
 	close(fd);
-	if (over < 0 || sync < 0) {
-		int errs[] = { over < 0 ? over_err : 0, sync < 0 ? sync_err : 0 };
-		char what[256];
+	if (st.failed) {
+		char what[128];
 
-		snprintf(what, sizeof(what), "FICLONERANGE of file block 0 over file block %llu: "
-			 "%s; fsync %s, on a filesystem xfs_repair -n called clean",
-			 (unsigned long long)target.block, res(over, over_err),
-			 res(sync, sync_err));
-		step_failed(kmsg, errs, 2, what, case_abandon);
+		snprintf(what, sizeof(what), "cloning file block 0 over file block %llu of a "
+			 "filesystem xfs_repair -n called clean",
+			 (unsigned long long)target.block);
+		step_failed(kmsg, &st, what, case_abandon);
 		return;
 	}
 	case_finish("cloning file block 0 over the stale key's block", b_unmapped);
@@ -699,7 +670,8 @@ static void run_reflink(void)
  */
 static void run_mount_replay(void)
 {
-	int ret, err, kmsg;
+	struct krepro_steps st = { 0 };
+	int ret, kmsg;
 
 	attach(DISK, R_REPLAYED * REGION, "replayed");
 	if (krepro_xfs_repair_n(loopdev, "of the same log as replayed by the correct kernel",
@@ -715,14 +687,10 @@ static void run_mount_replay(void)
 		    (unsigned long long)target.rec_offset);
 	kmsg = kmsg_open();
 	ret = try_mount();
-	err = errno;
-	if (ret < 0) {
-		char what[256];
-
-		snprintf(what, sizeof(what), "mount (log recovery) failed: %s; the correct kernel "
-			 "replays the same log to a filesystem xfs_repair -n calls clean",
-			 strerror(err));
-		step_failed(kmsg, &err, 1, what, detach);
+	krepro_step(&st, "mount (log recovery)", ret == 0, errno);
+	if (st.failed) {
+		step_failed(kmsg, &st, "replaying a log that the correct kernel replays to a "
+			    "filesystem xfs_repair -n calls clean", detach);
 		return;
 	}
 	case_finish("mounting and replaying the log", b_unmapped);
