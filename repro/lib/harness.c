@@ -353,17 +353,26 @@ static const char *verdict_name(int v)
 	}
 }
 
-static int run_case(const struct krepro_case *c, unsigned int seconds_left)
+/* fork(), stdout flushed first (nothing buffered is written twice); on
+ * error it says so and returns -1. */
+static pid_t fork_flushed(void)
 {
-	int status;
 	pid_t pid;
 
 	fflush(stdout);
 	pid = fork();
-	if (pid < 0) {
+	if (pid < 0)
 		krepro_info("fork: %s", strerror(errno));
+	return pid;
+}
+
+static int run_case(const struct krepro_case *c, unsigned int seconds_left)
+{
+	int status;
+	pid_t pid = fork_flushed();
+
+	if (pid < 0)
 		return KREPRO_BROKEN;
-	}
 	if (pid == 0) {
 		cur_case = c->name;
 		case_result = -1;
@@ -789,15 +798,11 @@ static int unmet_need(const struct krepro_test *t, const char *arches,
  */
 static int run_test_process(const struct krepro_test *t, int ncases, struct totals *tot)
 {
-	pid_t test_pid;
+	pid_t test_pid = fork_flushed();
 	int status;
 
-	fflush(stdout);
-	test_pid = fork();
-	if (test_pid < 0) {
-		krepro_info("fork: %s", strerror(errno));
+	if (test_pid < 0)
 		return KREPRO_BROKEN;
-	}
 	if (test_pid == 0)
 		exit(run_test(t, ncases, tot));
 	while (waitpid(test_pid, &status, 0) < 0 && errno == EINTR)
