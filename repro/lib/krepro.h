@@ -263,6 +263,30 @@ void krepro_loop_attach(off_t size, char *dev, size_t devsize);
 void krepro_loop_attach_file(const char *path, off_t offset, off_t size, char *dev,
 			     size_t devsize);
 void krepro_loop_detach(const char *dev);
+/*
+ * A filesystem image (a file, or a region of a file or disk) on a loop
+ * device, for a reproducer that attaches, mounts and lets go of several.
+ * Set fstype and data (mount(2)'s, e.g. "nouuid"; may be NULL) first.
+ */
+struct krepro_loopfs {
+	const char *fstype, *data;
+	char dev[32];		/* "" when not attached */
+	char mnt[64];		/* where it mounts (created at mount) */
+};
+/* Attach size bytes (0: to the end) of path from offset. BROKEN on error. */
+void krepro_loopfs_attach(struct krepro_loopfs *fs, const char *path, off_t offset, off_t size,
+			  const char *mnt);
+/* Mount it: 0, or -1 with errno (a mount under test). */
+int krepro_loopfs_try_mount(struct krepro_loopfs *fs);
+/* Mount, unmount: BROKEN on error. */
+void krepro_loopfs_mount(struct krepro_loopfs *fs);
+void krepro_loopfs_umount(struct krepro_loopfs *fs);
+void krepro_loopfs_detach(struct krepro_loopfs *fs);
+/* Let go of it whatever its state (unmount if mounted, detach if
+ * attached); never BROKEN: after a failed step, and in cleanup. */
+void krepro_loopfs_release(struct krepro_loopfs *fs);
+/* Open name under the mount point (O_CLOEXEC added, mode 0644). BROKEN on error. */
+int krepro_loopfs_open(const struct krepro_loopfs *fs, const char *name, int flags);
 /* Copy size bytes of from (at from_off) to to (at to_off, created if missing),
  * writing only the 4 KiB blocks that are not all zero: a sparse copy onto a
  * destination that is zero there. */
@@ -367,6 +391,7 @@ int krepro_parse_addr(const char *text, struct krepro_addr *addr);
 
 /* Generic netlink: the id of a family by name (SKIP when it does not exist). */
 int krepro_genl_family(struct mnl_socket *genl, const char *name);
+
 /* --- XFS (xfs.c) --- */
 
 #define KREPRO_XFS_BLK		4096
@@ -393,6 +418,32 @@ void krepro_xfs_read_block(const char *dev, unsigned int agbno,
  * into leaf; returns its agbno. BROKEN if it is not an rmapbt leaf. */
 unsigned int krepro_xfs_rmap_leaf(const char *dev, const unsigned char root[KREPRO_XFS_BLK],
 				  unsigned int i, unsigned char leaf[KREPRO_XFS_BLK]);
+/* The record of AG 0's rmapbt (one or two levels, read raw) that maps file
+ * block `block` of inode owner's data fork: true, with the AG block it maps
+ * that file block to and the offset's unwritten bit. */
+bool krepro_xfs_rmap_lookup(const char *dev, uint64_t owner, uint64_t block, uint32_t *agbno,
+			    bool *unwritten);
+/* XFS's report of an internal error in source file `file` ("xfs_rmap.c") on
+ * dev's filesystem, read from kmsg (krepro_kmsg_open()): "XFS (loopN):
+ * Internal error <check> at line N of file fs/xfs/libxfs/xfs_rmap.c.  Caller
+ * xfs_rmap_unmap+0x...". True, with the caller's name; false when kmsg < 0. */
+bool krepro_xfs_internal_error(int kmsg, const char *dev, const char *file, char *caller,
+			       size_t size);
+/* xfs_logprint img: how many more intent items ("RUI") than done items
+ * ("RUD") its log holds; their lines are quoted. BROKEN if it fails. */
+int krepro_xfs_log_unfinished(const char *img, const char *intent, const char *done);
+/* Shut down the XFS that fd (any file or directory in it) is on, forcing
+ * the log first (XFS_IOC_GOINGDOWN, LOGFLUSH). BROKEN on error. */
+void krepro_xfs_go_down(int fd);
+/*
+ * Run op(arg) in a child process and, `delay` seconds after telling it to
+ * start, shut down the XFS mounted at mnt (krepro_xfs_go_down()): what was
+ * committed to the log by then reaches it, what was not never does; delay
+ * < 0: no shutdown. Returns the seconds until op returned; *ok: it returned
+ * 0. BROKEN when the child does not report.
+ */
+double krepro_xfs_down_during(const char *mnt, int (*op)(void *arg), void *arg, double delay,
+			      bool *ok);
 /* xfs_repair -n dev: its exit status (0: clean). Its output goes out as
  * diagnostics unless quiet; with when, one line says what it found. */
 int krepro_xfs_repair_n(const char *dev, const char *when, bool quiet);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 uint16_t krepro_be16(const void *p) { uint16_t v; memcpy(&v, p, 2); return be16toh(v); }
@@ -129,4 +130,147 @@ bool krepro_steps_gave(const struct krepro_steps *s, int err)
 		if (s->errs[i] == err)
 			return true;
 	return false;
+}
+
+/* Does rec (a raw rmapbt record) map file block `block` of owner's data fork? */
+static bool rec_maps(const unsigned char *rec, uint64_t owner, uint64_t block)
+{
+	uint64_t off = krepro_be64(rec + 16), start = off & ~KREPRO_RMAP_FLAGS;
+
+	/* Not another owner, nor the attr fork or a bmbt block. */
+	return krepro_be64(rec + 8) == owner &&
+	       !(off & KREPRO_RMAP_FLAGS & ~KREPRO_RMAP_UNWRITTEN) &&
+	       block >= start && block < start + krepro_be32(rec + 4);
+}
+
+bool krepro_xfs_rmap_lookup(const char *dev, uint64_t owner, uint64_t block, uint32_t *agbno,
+			    bool *unwritten)
+{
+	unsigned char root[KREPRO_XFS_BLK], leaf[KREPRO_XFS_BLK];
+	unsigned int level, nleaves;
+
+	krepro_xfs_rmap_root(dev, root);
+	level = krepro_be16(root + 4);
+	if (level > 1)
+		krepro_broken("AG 0's rmapbt has %u levels; this reads two at most", level + 1);
+	nleaves = level ? krepro_be16(root + 6) : 1;
+	for (unsigned int i = 0; i < nleaves; i++) {
+		const unsigned char *b = root;
+
+		if (level) {
+			krepro_xfs_rmap_leaf(dev, root, i, leaf);
+			b = leaf;
+		}
+		for (unsigned int r = 0; r < krepro_be16(b + 6); r++) {
+			const unsigned char *rec = b + KREPRO_XFS_BB_HDR + r * KREPRO_RMAP_REC;
+
+			if (!rec_maps(rec, owner, block))
+				continue;
+			*agbno = krepro_be32(rec) + (uint32_t)(block - (krepro_be64(rec + 16) &
+									~KREPRO_RMAP_FLAGS));
+			*unwritten = krepro_be64(rec + 16) & KREPRO_RMAP_UNWRITTEN;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool krepro_xfs_internal_error(int kmsg, const char *dev, const char *file, char *caller,
+			       size_t size)
+{
+	char msg[1024], prefix[64], at[64];
+	const char *c, *name = strrchr(dev, '/');
+
+	if (kmsg < 0)
+		return false;
+	snprintf(prefix, sizeof(prefix), "XFS (%s): Internal error ", name ? name + 1 : dev);
+	snprintf(at, sizeof(at), "%s.", file);
+	while (krepro_kmsg_next(kmsg, msg, sizeof(msg))) {
+		if (strncmp(msg, prefix, strlen(prefix)) || !strstr(msg, at))
+			continue;
+		c = strstr(msg, "Caller ");
+		snprintf(caller, size, "%.*s", c ? (int)strcspn(c + 7, "+ ") : 1, c ? c + 7 : "?");
+		return true;
+	}
+	return false;
+}
+
+struct log_items {
+	const char *intent, *done;
+	int intents, dones;
+};
+
+/* xfs_logprint's lines for the items ("RUI:  #regs: ..." and the extent
+ * "(s: 0x..., l: 1, own: 131, off: 992, f: 0x...)") and done items: counted
+ * and quoted. */
+static void count_items(const char *line, void *ctx)
+{
+	struct log_items *in = ctx;
+	const char *p = line + strspn(line, " \t");
+
+	if (!strncmp(p, in->intent, strlen(in->intent)) && p[strlen(in->intent)] == ':')
+		in->intents++;
+	else if (!strncmp(p, in->done, strlen(in->done)) && p[strlen(in->done)] == ':')
+		in->dones++;
+	else if (strncmp(p, "(s: ", 4))
+		return;
+	krepro_info("xfs_logprint: %s", p);
+}
+
+int krepro_xfs_log_unfinished(const char *img, const char *intent, const char *done)
+{
+	const char *logprint[] = { "xfs_logprint", img, NULL };
+	struct log_items in = { .intent = intent, .done = done };
+	int rc = krepro_run_lines(logprint, count_items, &in);
+
+	if (rc)
+		krepro_broken("xfs_logprint %s exited with %d", img, rc);
+	return in.intents - in.dones;
+}
+
+/* From xfs_fs.h (xfslibs-dev is not needed for one ioctl). */
+#define XFS_IOC_GOINGDOWN		_IOR('X', 125, uint32_t)
+#define XFS_FSOP_GOING_FLAGS_LOGFLUSH	0x1	/* force the log, then shut down */
+
+void krepro_xfs_go_down(int fd)
+{
+	uint32_t flags = XFS_FSOP_GOING_FLAGS_LOGFLUSH;
+
+	SAFE(ioctl(fd, XFS_IOC_GOINGDOWN, &flags));
+}
+
+double krepro_xfs_down_during(const char *mnt, int (*op)(void *arg), void *arg, double delay,
+			      bool *ok)
+{
+	int go[2], done[2], dirfd = (int)SAFE(open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	double t0, took;
+	char c = 0;
+	pid_t pid;
+
+	SAFE(pipe2(go, O_CLOEXEC));
+	SAFE(pipe2(done, O_CLOEXEC));
+	pid = (pid_t)SAFE(fork());
+	if (pid == 0) {
+		/* The child waits for the word, then reports op's result. */
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		c = op(arg) ? 1 : 0;
+		_exit(write(done[1], &c, 1) == 1 ? 0 : 2);
+	}
+	t0 = krepro_now();
+	SAFE(write(go[1], &c, 1));
+	if (delay >= 0) {
+		/* Spinning: a sleep's wake-up under TCG is coarser than the window. */
+		while (krepro_now() - t0 < delay)
+			;
+		krepro_xfs_go_down(dirfd);
+	}
+	if (read(done[0], &c, 1) != 1)
+		krepro_broken("the child running the operation did not report");
+	took = krepro_now() - t0;
+	SAFE(waitpid(pid, NULL, 0));
+	*ok = c == 0;
+	close(go[0]), close(go[1]), close(done[0]), close(done[1]);
+	close(dirfd);
+	return took;
 }

@@ -237,7 +237,9 @@ static void operations(const struct target *t, struct krepro_steps *st)
  * Returns 0 when every step worked and repair called the result clean. */
 static int one(const struct target *t, const char *field, const char *verb)
 {
-	char value[48] = "-", loop[32], sel[48] = "(none)";
+	/* nouuid: a row whose unmount failed must not stop the next mount. */
+	static struct krepro_loopfs fs = { .fstype = "xfs", .data = "nouuid" };
+	char value[48] = "-", sel[48] = "(none)";
 	struct krepro_steps st = { 0 };
 	int rc, ret;
 
@@ -249,18 +251,15 @@ static int one(const struct target *t, const char *field, const char *verb)
 		krepro_info("| %s | %s | xfs_db exit %d | - | - |", sel, verb, rc);
 		return 1;
 	}
-	krepro_loop_attach_file(FUZZED, 0, 0, loop, sizeof(loop));
-	if (mkdir(MNT, 0755) < 0 && errno != EEXIST)
-		krepro_broken("mkdir " MNT ": %s", strerror(errno));
-	/* nouuid: a row whose unmount failed must not stop the next mount. */
-	ret = mount(loop, MNT, "xfs", 0, "nouuid");
+	krepro_loopfs_attach(&fs, FUZZED, 0, 0, MNT);
+	ret = krepro_loopfs_try_mount(&fs);
 	krepro_step(&st, "mount", ret == 0, errno);
 	if (ret == 0) {
 		operations(t, &st);
 		if (umount(MNT) < 0)
 			krepro_step(&st, "umount", false, errno);
 	}
-	krepro_loop_detach(loop);
+	krepro_loopfs_detach(&fs);
 	rc = krepro_xfs_repair_n(FUZZED, NULL, true);
 	krepro_info("| %s | %s | %s | %s | %d |", sel, verb ? verb : "-", value, st.text, rc);
 	return st.failed || rc;
