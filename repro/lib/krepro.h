@@ -392,6 +392,15 @@ int krepro_parse_addr(const char *text, struct krepro_addr *addr);
 /* Generic netlink: the id of a family by name (SKIP when it does not exist). */
 int krepro_genl_family(struct mnl_socket *genl, const char *name);
 
+/* A UDP echo server on port (IPv4 and IPv6, any address) in a child process
+ * in the namespace nsfd refers to; returns its pid once it listens. It dies
+ * with its parent; the caller may kill it sooner. BROKEN on error. */
+pid_t krepro_udp_echo_server(int nsfd, uint16_t port);
+/* One datagram to dst:port from a socket bound to device dev (NULL: none):
+ * 0 when it came back within timeout_ms, else -errno (-ETIMEDOUT when
+ * nothing came). */
+int krepro_udp_echo(const struct krepro_addr *dst, uint16_t port, const char *dev,
+		    int timeout_ms);
 /* --- XFS (xfs.c) --- */
 
 #define KREPRO_XFS_BLK		4096
