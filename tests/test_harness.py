@@ -42,10 +42,11 @@ class Harness(unittest.TestCase):
         rc, out, _ = self.run_fake()
         self.assertEqual(rc, 0, out)
         self.assertTrue(out.startswith("KTAP version 1\n"), out)
-        self.assertIn("1..2\n", out)
+        self.assertIn("1..3\n", out)
         self.assertIn("\nok 1 first\n", out)
         self.assertIn("\nok 2 second\n", out)
-        self.assertIn("# Totals: pass:2 fail:0", out)
+        self.assertIn("\nok 3 kernel-report-scan\n", out)
+        self.assertIn("# Totals: pass:3 fail:0", out)
         with open(path("kmsg")) as f:
             kmsg = f.read()
         self.assertIn("<5>krepro: fake-repro: start\n", kmsg)
@@ -155,6 +156,35 @@ class Harness(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn("kernel report after the mark: BUG: KASAN: use-after-free in "
                       "uio_unregister_device+0x168/0x190", out)
+
+    def test_scan_fail_is_a_test_point(self):
+        # Every case passes, and the scan after them FAILs the run: the
+        # stream must say so in a test point the plan counts.
+        rc, out, _ = self.run_fake(FAKE_first="report")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("\nok 1 first\n", out)
+        self.assertIn("\nnot ok 3 kernel-report-scan # FAIL 1 kernel report(s) after the "
+                      "mark, taint 0 to 0\n", out)
+        self.assertIn("# Totals: pass:2 fail:1", out)
+        self.assertKtapAgrees(out, rc)
+
+    def assertKtapAgrees(self, out, rc):
+        """The plan counts every test point, and a run that FAILs has a
+        test point that says FAIL (what a KTAP parser counts)."""
+        plan = re.search(r"^1\.\.(\d+)$", out, re.M)
+        points = re.findall(r"^(ok|not ok) (\d+) \S+(?: # (\w+))?", out, re.M)
+        self.assertIsNotNone(plan, out)
+        self.assertEqual([int(p[1]) for p in points], list(range(1, int(plan.group(1)) + 1)))
+        failed = [p for p in points if p[0] == "not ok" and p[2] == "FAIL"]
+        self.assertEqual(bool(failed), rc == 1, out)
+
+    def test_ktap_agrees_with_the_exit(self):
+        for env in ({}, {"FAKE_first": "fail"}, {"FAKE_second": "skip"},
+                    {"FAKE_first": "broken"}, {"FAKE_NEEDS_KCONFIG": "1"}):
+            with self.subTest(env=env):
+                open(path("kmsg"), "w").close()
+                rc, out, _ = self.run_fake(**env)
+                self.assertKtapAgrees(out, rc)
 
     def test_report_before_mark_is_ignored(self):
         with open(path("kmsg"), "w") as f:

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -352,17 +353,26 @@ static const char *verdict_name(int v)
 	}
 }
 
-static int run_case(const struct krepro_case *c, unsigned int seconds_left)
+/* fork(), stdout flushed first (nothing buffered is written twice); on
+ * error it says so and returns -1. */
+static pid_t fork_flushed(void)
 {
-	int status;
 	pid_t pid;
 
 	fflush(stdout);
 	pid = fork();
-	if (pid < 0) {
+	if (pid < 0)
 		krepro_info("fork: %s", strerror(errno));
+	return pid;
+}
+
+static int run_case(const struct krepro_case *c, unsigned int seconds_left)
+{
+	int status;
+	pid_t pid = fork_flushed();
+
+	if (pid < 0)
 		return KREPRO_BROKEN;
-	}
 	if (pid == 0) {
 		cur_case = c->name;
 		case_result = -1;
@@ -451,9 +461,35 @@ struct krepro_child krepro_run_child(void (*fn)(void *arg), void *arg, double ti
 	return child;
 }
 
-static int run_test(const struct krepro_test *t, int ncases)
+/* The test points' counts, kept where the scan after the cases adds its own. */
+struct totals {
+	unsigned int pass, fail, skip, broken;
+};
+
+static void count(struct totals *tot, int verdict)
 {
-	unsigned int npass = 0, nfail = 0, nskip = 0, nbroken = 0;
+	switch (verdict) {
+	case KREPRO_PASS: tot->pass++; break;
+	case KREPRO_FAIL: tot->fail++; break;
+	case KREPRO_SKIP: tot->skip++; break;
+	default: tot->broken++; break;
+	}
+}
+
+/* One KTAP test point; why (may be NULL) follows the directive. */
+static void test_point(int n, const char *name, int verdict, const char *why)
+{
+	if (verdict == KREPRO_PASS)
+		printf("ok %d %s\n", n, name);
+	else
+		printf("%s %d %s # %s%s%s\n", verdict == KREPRO_SKIP ? "ok" : "not ok", n, name,
+		       verdict_name(verdict), why ? " " : "", why ? why : "");
+}
+
+/* Setup, the cases and cleanup; the counts go to tot (shared with the
+ * parent, which prints them after its scan). */
+static int run_test(const struct krepro_test *t, int ncases, struct totals *tot)
+{
 	int result;
 
 	in_test_process = true;
@@ -467,30 +503,19 @@ static int run_test(const struct krepro_test *t, int ncases)
 
 		kmsg_write("krepro: %s: case %s\n", t->name, t->cases[i].name);
 		result = run_case(&t->cases[i], left > 1 ? (unsigned int)left : 1);
-		if (result == KREPRO_PASS)
-			printf("ok %d %s\n", i + 1, t->cases[i].name);
-		else
-			printf("%s %d %s # %s\n", result == KREPRO_SKIP ? "ok" : "not ok",
-			       i + 1, t->cases[i].name, verdict_name(result));
-		switch (result) {
-		case KREPRO_PASS: npass++; break;
-		case KREPRO_FAIL: nfail++; break;
-		case KREPRO_SKIP: nskip++; break;
-		default: nbroken++; break;
-		}
+		test_point(i + 1, t->cases[i].name, result, NULL);
+		count(tot, result);
 	}
 	if (t->cleanup) {
 		cur_case = "cleanup";
 		t->cleanup();
 	}
-	printf("# Totals: pass:%u fail:%u xfail:0 xpass:0 skip:%u error:%u\n",
-	       npass, nfail, nskip, nbroken);
 	/* Strictest first: a skipped case makes the run SKIP, never PASS. */
-	if (nfail)
+	if (tot->fail)
 		return KREPRO_FAIL;
-	if (nbroken)
+	if (tot->broken)
 		return KREPRO_BROKEN;
-	if (nskip)
+	if (tot->skip)
 		return KREPRO_SKIP;
 	return KREPRO_PASS;
 }
@@ -714,13 +739,125 @@ static int describe(const struct krepro_test *t, const char *arches)
 	return fflush(stdout) ? KREPRO_BROKEN : 0;
 }
 
+/* The test point the harness adds after the cases: its scan of kmsg and taint. */
+#define SCAN_POINT "kernel-report-scan"
+
+/* For the preparatory boot (krepro.prepare=1): t with prepare() as its one
+ * case, no setup nor cleanup; NULL when t has nothing to prepare. */
+static const struct krepro_test *prepare_only(const struct krepro_test *t)
+{
+	static struct krepro_test prep;
+	static struct krepro_case prep_cases[2];
+
+	if (!t->prepare)
+		return NULL;
+	prep = *t;
+	prep_cases[0] = (struct krepro_case){ "prepare", t->prepare };
+	prep.cases = prep_cases;
+	prep.setup = NULL;
+	prep.cleanup = NULL;
+	return &prep;
+}
+
+/* Why the run cannot go ahead (into why): SKIP or BROKEN; -1 when it can. */
+static int unmet_need(const struct krepro_test *t, const char *arches,
+		      unsigned long taint_before, char *why, size_t size)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int missing = missing_kconfigs(t->needs_kconfigs, why, size);
+
+	if (missing < 0)
+		krepro_info("no /proc/config.gz nor /boot/config-<release>: kernel options not checked");
+	if (!runs_on(arches, machine_arch())) {
+		snprintf(why, size, "runs on %s, this machine is %s", arches,
+			 machine_arch() ? machine_arch() : "unknown");
+		return KREPRO_SKIP;
+	}
+	if (t->min_cpus && cpus < (long)t->min_cpus) {
+		snprintf(why, size, "needs %u CPUs, has %ld", t->min_cpus, cpus);
+		return KREPRO_SKIP;
+	}
+	if (missing > 0) {
+		char lacks[1024];
+
+		snprintf(lacks, sizeof(lacks), "kernel lacks %s", why);
+		snprintf(why, size, "%s", lacks);
+		return KREPRO_SKIP;
+	}
+	if (taint_before & TAINT_MASK) {
+		snprintf(why, size, "kernel already tainted (%lu) before the test", taint_before);
+		return KREPRO_BROKEN;
+	}
+	return -1;
+}
+
+/*
+ * Setup, cases and cleanup run in one test process, so the cases (each
+ * forked from it) see what setup made; this process stays clean to scan
+ * kmsg and taint afterwards whatever happens to the test process.
+ */
+static int run_test_process(const struct krepro_test *t, int ncases, struct totals *tot)
+{
+	pid_t test_pid = fork_flushed();
+	int status;
+
+	if (test_pid < 0)
+		return KREPRO_BROKEN;
+	if (test_pid == 0)
+		exit(run_test(t, ncases, tot));
+	while (waitpid(test_pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	krepro_info("BROKEN: test process killed by signal %d (%s)",
+		    WTERMSIG(status), strsignal(WTERMSIG(status)));
+	return KREPRO_BROKEN;
+}
+
+/*
+ * The scan after the cases, as the last test point: a kernel report or a
+ * new taint FAILs the run even when every case passed, and the stream says
+ * so in a test point of its own, so that KTAP and the exit code agree.
+ */
+static int scan_point(int n, int kmsg_fd, unsigned long taint_before, struct totals *tot)
+{
+	int reports = kmsg_fd >= 0 ? scan_kmsg(kmsg_fd) : 0;
+	unsigned long taint_after = krepro_taint();
+	bool tainted = (taint_after & ~taint_before) & TAINT_MASK;
+	char why[200];
+
+	if (reports)
+		krepro_info("FAIL: the kernel logged %d report(s) during the test", reports);
+	if (tainted)
+		krepro_info("FAIL: kernel taint went from %lu to %lu during the test",
+			    taint_before, taint_after);
+	snprintf(why, sizeof(why), "%d kernel report(s) after the mark, taint %lu to %lu",
+		 reports, taint_before, taint_after);
+	test_point(n, SCAN_POINT, reports || tainted ? KREPRO_FAIL : KREPRO_PASS,
+		   reports || tainted ? why : NULL);
+	count(tot, reports || tainted ? KREPRO_FAIL : KREPRO_PASS);
+	return reports || tainted ? KREPRO_FAIL : KREPRO_PASS;
+}
+
+/* The run's verdict, its hint and end lines, and the kmsg end mark. */
+static int finish(const struct krepro_test *t, int overall, const struct totals *tot)
+{
+	printf("# Totals: pass:%u fail:%u xfail:0 xpass:0 skip:%u error:%u\n",
+	       tot->pass, tot->fail, tot->skip, tot->broken);
+	if (overall == KREPRO_FAIL)
+		krepro_info("hint: this is the bug fixed upstream by %s (introduced by %s; seed %s)",
+			    t->fix_commit, t->bug_commit ? t->bug_commit : "unknown", t->seed);
+	printf("# %s %s in %.1f s\n", t->name, verdict_name(overall), krepro_elapsed());
+	kmsg_write(KREPRO_MARK_END, t->name, verdict_name(overall));
+	return overall;
+}
+
 int krepro_main(const struct krepro_test *t, const char *arches, int argc, char **argv)
 {
-	int ncases = 0, overall, kmsg_fd, reports, missing, status;
-	unsigned long taint_before, taint_after;
+	int ncases = 0, overall, kmsg_fd;
+	unsigned long taint_before;
+	struct totals *tot;
 	char why[1024];
-	pid_t test_pid;
-	long cpus;
 
 	cur_test = t;
 	if (!arches)
@@ -744,19 +881,13 @@ int krepro_main(const struct krepro_test *t, const char *arches, int argc, char 
 	if (cmdline_has("krepro.prepare=1")) {
 		/* The preparatory boot: prepare() is the one case; no checks of
 		 * the kernel's config, it is krepro's own patched flavour. */
-		static struct krepro_test prep;
-		static struct krepro_case prep_cases[2];
+		const struct krepro_test *prep = prepare_only(t);
 
-		if (!t->prepare) {
+		if (!prep) {
 			fprintf(stderr, "%s: krepro.prepare=1 but nothing to prepare\n", t->name);
 			return KREPRO_BROKEN;
 		}
-		prep = *t;
-		prep_cases[0] = (struct krepro_case){ "prepare", t->prepare };
-		prep.cases = prep_cases;
-		prep.setup = NULL;
-		prep.cleanup = NULL;
-		t = cur_test = &prep;
+		t = cur_test = prep;
 	}
 	for (const struct krepro_case *c = t->cases; c->name; c++)
 		ncases++;
@@ -770,77 +901,27 @@ int krepro_main(const struct krepro_test *t, const char *arches, int argc, char 
 	printf("KTAP version 1\n");
 	printf("# krepro %s: %s\n", t->name, t->summary);
 	printf("# fix: %s; seed: %s\n", t->fix_commit, t->seed);
-	printf("1..%d\n", ncases);
+	/* The cases, then the scan after them. */
+	printf("1..%d\n", ncases + 1);
 
-	overall = -1;
-	cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	missing = missing_kconfigs(t->needs_kconfigs, why, sizeof(why));
 	taint_before = krepro_taint();
-	if (missing < 0)
-		krepro_info("no /proc/config.gz nor /boot/config-<release>: kernel options not checked");
-	if (!runs_on(arches, machine_arch())) {
-		snprintf(why, sizeof(why), "runs on %s, this machine is %s", arches,
-			 machine_arch() ? machine_arch() : "unknown");
-		overall = KREPRO_SKIP;
-	} else if (t->min_cpus && cpus < (long)t->min_cpus) {
-		snprintf(why, sizeof(why), "needs %u CPUs, has %ld", t->min_cpus, cpus);
-		overall = KREPRO_SKIP;
-	} else if (missing > 0) {
-		char tmp[1024];
-
-		snprintf(tmp, sizeof(tmp), "kernel lacks %s", why);
-		snprintf(why, sizeof(why), "%s", tmp);
-		overall = KREPRO_SKIP;
-	} else if (taint_before & TAINT_MASK) {
-		snprintf(why, sizeof(why), "kernel already tainted (%lu) before the test", taint_before);
-		overall = KREPRO_BROKEN;
-	}
+	overall = unmet_need(t, arches, taint_before, why, sizeof(why));
 	if (overall >= 0) {
-		for (int i = 0; i < ncases; i++)
-			printf("%s %d %s # %s %s\n", overall == KREPRO_SKIP ? "ok" : "not ok",
-			       i + 1, t->cases[i].name, verdict_name(overall), why);
+		for (int i = 0; i <= ncases; i++)
+			test_point(i + 1, i < ncases ? t->cases[i].name : SCAN_POINT, overall, why);
 		printf("# %s: %s\n", verdict_name(overall), why);
 		return overall;
 	}
 
-	/*
-	 * Setup, cases and cleanup run in one test process, so the cases (each
-	 * forked from it) see what setup made; this process stays clean to scan
-	 * kmsg and taint afterwards whatever happens to the test process.
-	 */
-	fflush(stdout);
-	test_pid = fork();
-	if (test_pid < 0) {
-		krepro_info("fork: %s", strerror(errno));
+	/* Counted by the test process, read here after it ended. */
+	tot = mmap(NULL, sizeof(*tot), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (tot == MAP_FAILED) {
+		krepro_info("mmap: %s", strerror(errno));
 		return KREPRO_BROKEN;
 	}
-	if (test_pid == 0)
-		exit(run_test(t, ncases));
-	while (waitpid(test_pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (WIFEXITED(status))
-		overall = WEXITSTATUS(status);
-	else {
-		krepro_info("BROKEN: test process killed by signal %d (%s)",
-			    WTERMSIG(status), strsignal(WTERMSIG(status)));
-		overall = KREPRO_BROKEN;
-	}
-
-	reports = kmsg_fd >= 0 ? scan_kmsg(kmsg_fd) : 0;
-	taint_after = krepro_taint();
-	if (reports) {
-		krepro_info("FAIL: the kernel logged %d report(s) during the test", reports);
+	*tot = (struct totals){ 0 };
+	overall = run_test_process(t, ncases, tot);
+	if (scan_point(ncases + 1, kmsg_fd, taint_before, tot) == KREPRO_FAIL)
 		overall = KREPRO_FAIL;
-	}
-	if ((taint_after & ~taint_before) & TAINT_MASK) {
-		krepro_info("FAIL: kernel taint went from %lu to %lu during the test",
-			    taint_before, taint_after);
-		overall = KREPRO_FAIL;
-	}
-	if (overall == KREPRO_FAIL)
-		krepro_info("hint: this is the bug fixed upstream by %s (introduced by %s; seed %s)",
-			    t->fix_commit, t->bug_commit ? t->bug_commit : "unknown", t->seed);
-	printf("# %s %s in %.1f s\n", t->name, verdict_name(overall), krepro_elapsed());
-	kmsg_write(KREPRO_MARK_END, t->name, verdict_name(overall));
-	return overall;
+	return finish(t, overall, tot);
 }

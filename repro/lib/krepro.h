@@ -6,8 +6,9 @@
  *
  * The library is in layers, each using only the ones before it: clock.c (the
  * clock and waits on it; prints nothing), harness.c (main, verdicts, output,
- * child processes), then the helpers (util.c, xfs.c, net.c, nvmf.c). The unit
- * tests link the first two alone, so the harness cannot come to need a helper.
+ * child processes), then the helpers (util.c, xfs.c, race.c, net.c, nvmf.c).
+ * The unit tests link the first two alone, so the harness cannot come to need
+ * a helper.
  */
 #ifndef KREPRO_H
 #define KREPRO_H
@@ -257,6 +258,30 @@ void krepro_loop_attach(off_t size, char *dev, size_t devsize);
 void krepro_loop_attach_file(const char *path, off_t offset, off_t size, char *dev,
 			     size_t devsize);
 void krepro_loop_detach(const char *dev);
+/*
+ * A filesystem image (a file, or a region of a file or disk) on a loop
+ * device, for a reproducer that attaches, mounts and lets go of several.
+ * Set fstype and data (mount(2)'s, e.g. "nouuid"; may be NULL) first.
+ */
+struct krepro_loopfs {
+	const char *fstype, *data;
+	char dev[32];		/* "" when not attached */
+	char mnt[64];		/* where it mounts (created at mount) */
+};
+/* Attach size bytes (0: to the end) of path from offset. BROKEN on error. */
+void krepro_loopfs_attach(struct krepro_loopfs *fs, const char *path, off_t offset, off_t size,
+			  const char *mnt);
+/* Mount it: 0, or -1 with errno (a mount under test). */
+int krepro_loopfs_try_mount(struct krepro_loopfs *fs);
+/* Mount, unmount: BROKEN on error. */
+void krepro_loopfs_mount(struct krepro_loopfs *fs);
+void krepro_loopfs_umount(struct krepro_loopfs *fs);
+void krepro_loopfs_detach(struct krepro_loopfs *fs);
+/* Let go of it whatever its state (unmount if mounted, detach if
+ * attached); never BROKEN: after a failed step, and in cleanup. */
+void krepro_loopfs_release(struct krepro_loopfs *fs);
+/* Open name under the mount point (O_CLOEXEC added, mode 0644). BROKEN on error. */
+int krepro_loopfs_open(const struct krepro_loopfs *fs, const char *name, int flags);
 /* Copy size bytes of from (at from_off) to to (at to_off, created if missing),
  * writing only the 4 KiB blocks that are not all zero: a sparse copy onto a
  * destination that is zero there. */
@@ -272,6 +297,41 @@ void krepro_mkfs_mount(const char *const mkfs_argv[], const char *dev,
 
 /* Allocate `size` bytes aligned for O_DIRECT and filled with `byte`. */
 void *krepro_dio_buf(size_t size, int byte);
+
+/* --- a bounded race (race.c) --- */
+
+/*
+ * A race run in rounds until a bound (rounds or seconds) or until step()
+ * says stop. step() runs one step, a round or a look at several (a storm's
+ * watch), adds the rounds it finished to r->rounds, and returns false when
+ * the race must end now (evidence found). The caller counts the window hits:
+ * how often the race window was reached, from the kernel's own stamps or
+ * lines (a clean run means something only if it was).
+ */
+struct krepro_race {
+	const char *rounds_of;	/* what a round is, plural: "send-and-close rounds" */
+	const char *window;	/* what a window hit is: "echoes after their socket closed" */
+	unsigned long max_rounds;
+	double max_seconds;
+	double pause;		/* seconds between steps; 0: none */
+	bool (*step)(struct krepro_race *r, void *ctx);
+	void *ctx;
+	/* Kept by krepro_race_run() and step(); hits: the caller's. */
+	unsigned long rounds, hits;
+	double start, seconds;	/* krepro_now() at the start; seconds run */
+	bool stopped;		/* ended by step(), not by a bound */
+};
+void krepro_race_run(struct krepro_race *r);
+/* The counts as a KTAP diagnostic: "# race: N <rounds> in T s (bound: ...);
+ * W window hits (<window>)". */
+void krepro_race_counts(const struct krepro_race *r);
+/* BROKEN unless the window was reached at least once. */
+void krepro_race_window_reached(const struct krepro_race *r);
+/* The race ran to its bound without the bug: PASS "not reproduced in N
+ * <rounds> / T s, W window hits (<window>): <fmt>". BROKEN instead when it
+ * stopped before its bound or never reached the window. */
+void krepro_race_pass(const struct krepro_race *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* --- network namespaces and netlink (net.c; link with libmnl) --- */
 
@@ -326,6 +386,16 @@ int krepro_parse_addr(const char *text, struct krepro_addr *addr);
 
 /* Generic netlink: the id of a family by name (SKIP when it does not exist). */
 int krepro_genl_family(struct mnl_socket *genl, const char *name);
+
+/* A UDP echo server on port (IPv4 and IPv6, any address) in a child process
+ * in the namespace nsfd refers to; returns its pid once it listens. It dies
+ * with its parent; the caller may kill it sooner. BROKEN on error. */
+pid_t krepro_udp_echo_server(int nsfd, uint16_t port);
+/* One datagram to dst:port from a socket bound to device dev (NULL: none):
+ * 0 when it came back within timeout_ms, else -errno (-ETIMEDOUT when
+ * nothing came). */
+int krepro_udp_echo(const struct krepro_addr *dst, uint16_t port, const char *dev,
+		    int timeout_ms);
 /* --- XFS (xfs.c) --- */
 
 #define KREPRO_XFS_BLK		4096
@@ -348,6 +418,36 @@ unsigned int krepro_xfs_rmap_root(const char *dev, unsigned char root[KREPRO_XFS
 /* Read AG 0's block agbno of dev. */
 void krepro_xfs_read_block(const char *dev, unsigned int agbno,
 			   unsigned char buf[KREPRO_XFS_BLK]);
+/* Read the leaf under key i (0: the first) of the two-level rmapbt root
+ * into leaf; returns its agbno. BROKEN if it is not an rmapbt leaf. */
+unsigned int krepro_xfs_rmap_leaf(const char *dev, const unsigned char root[KREPRO_XFS_BLK],
+				  unsigned int i, unsigned char leaf[KREPRO_XFS_BLK]);
+/* The record of AG 0's rmapbt (one or two levels, read raw) that maps file
+ * block `block` of inode owner's data fork: true, with the AG block it maps
+ * that file block to and the offset's unwritten bit. */
+bool krepro_xfs_rmap_lookup(const char *dev, uint64_t owner, uint64_t block, uint32_t *agbno,
+			    bool *unwritten);
+/* XFS's report of an internal error in source file `file` ("xfs_rmap.c") on
+ * dev's filesystem, read from kmsg (krepro_kmsg_open()): "XFS (loopN):
+ * Internal error <check> at line N of file fs/xfs/libxfs/xfs_rmap.c.  Caller
+ * xfs_rmap_unmap+0x...". True, with the caller's name; false when kmsg < 0. */
+bool krepro_xfs_internal_error(int kmsg, const char *dev, const char *file, char *caller,
+			       size_t size);
+/* xfs_logprint img: how many more intent items ("RUI") than done items
+ * ("RUD") its log holds; their lines are quoted. BROKEN if it fails. */
+int krepro_xfs_log_unfinished(const char *img, const char *intent, const char *done);
+/* Shut down the XFS that fd (any file or directory in it) is on, forcing
+ * the log first (XFS_IOC_GOINGDOWN, LOGFLUSH). BROKEN on error. */
+void krepro_xfs_go_down(int fd);
+/*
+ * Run op(arg) in a child process and, `delay` seconds after telling it to
+ * start, shut down the XFS mounted at mnt (krepro_xfs_go_down()): what was
+ * committed to the log by then reaches it, what was not never does; delay
+ * < 0: no shutdown. Returns the seconds until op returned; *ok: it returned
+ * 0. BROKEN when the child does not report.
+ */
+double krepro_xfs_down_during(const char *mnt, int (*op)(void *arg), void *arg, double delay,
+			      bool *ok);
 /* xfs_repair -n dev: its exit status (0: clean). Its output goes out as
  * diagnostics unless quiet; with when, one line says what it found. */
 int krepro_xfs_repair_n(const char *dev, const char *when, bool quiet);
@@ -356,5 +456,25 @@ int krepro_xfs_repair_n(const char *dev, const char *when, bool quiet);
  * its own rmap record; 2,048 blocks give AG 0 a two-level rmapbt on a 512 MiB
  * filesystem. */
 void krepro_xfs_fragmented_file(const char *path, unsigned int blocks);
+/* FICLONERANGE of one 4 KiB block: src's at src_off over dst's at dst_off.
+ * 0, or -1 with errno (the call under test: judged by the caller). */
+int krepro_clone_block(int dst, off_t dst_off, int src, off_t src_off);
+
+/*
+ * The steps of a case, in order, for its evidence: "fallocate ok, fsync EIO"
+ * (an errno by its name, "short" for a short transfer) and the errnos of
+ * those that failed. Zero it before the first step.
+ */
+struct krepro_steps {
+	char text[384];
+	bool failed;
+	unsigned int nerrs;
+	int errs[8];
+};
+/* Record one step: its name, whether it worked, and errno if not (read it
+ * in the statement after the call: argument order is unspecified). */
+void krepro_step(struct krepro_steps *s, const char *name, bool ok, int err);
+/* Did a step fail with err? */
+bool krepro_steps_gave(const struct krepro_steps *s, int err);
 
 #endif

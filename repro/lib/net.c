@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <libmnl/libmnl.h>
 #include <linux/genetlink.h>
 #include <linux/if.h>
@@ -18,10 +19,13 @@
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -281,4 +285,121 @@ int krepro_genl_family(struct mnl_socket *genl, const char *name)
 		krepro_broken("generic netlink family %s: %s", name,
 			      ret ? strerror(-ret) : "no id in the answer");
 	return id;
+}
+
+/* --- a UDP echo --- */
+
+/* The echo server's loop, in its namespace: IPv4 and IPv6 sockets on port;
+ * writes a byte to ready_fd once both listen. */
+static _Noreturn void echo_server(uint16_t port, int ready_fd)
+{
+	struct pollfd pfd[2];
+	char buf[256];
+
+	for (int v6 = 0; v6 < 2; v6++) {
+		struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+		struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons(port) };
+		int one = 1, fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0);
+
+		if (fd < 0 || (v6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one))) ||
+		    bind(fd, v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4,
+			 v6 ? sizeof(a6) : sizeof(a4))) {
+			fprintf(stderr, "echo server: IPv%d socket: %s\n", v6 ? 6 : 4, strerror(errno));
+			_exit(1);
+		}
+		pfd[v6] = (struct pollfd){ .fd = fd, .events = POLLIN };
+	}
+	if (write(ready_fd, "r", 1) != 1)
+		_exit(1);
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0)
+			continue;
+		for (int v6 = 0; v6 < 2; v6++) {
+			struct sockaddr_storage from;
+			socklen_t flen = sizeof(from);
+			ssize_t n;
+
+			if (!(pfd[v6].revents & POLLIN))
+				continue;
+			n = recvfrom(pfd[v6].fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen);
+			if (n > 0)
+				sendto(pfd[v6].fd, buf, (size_t)n, 0, (struct sockaddr *)&from, flen);
+		}
+	}
+}
+
+pid_t krepro_udp_echo_server(int nsfd, uint16_t port)
+{
+	int ready[2];
+	pid_t pid;
+	char c;
+
+	SAFE(pipe(ready));
+	fflush(stdout);
+	pid = (pid_t)SAFE(fork());
+	if (pid == 0) {
+		close(ready[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (setns(nsfd, CLONE_NEWNET) < 0)
+			_exit(1);
+		echo_server(port, ready[1]);
+	}
+	close(ready[1]);
+	if (read(ready[0], &c, 1) != 1)
+		krepro_broken("the UDP echo server (port %u) did not start", port);
+	close(ready[0]);
+	return pid;
+}
+
+/* A connected UDP socket to dst:port, bound to dev (NULL: none). */
+static int echo_socket(const struct krepro_addr *dst, uint16_t port, const char *dev)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons(port) };
+	bool v6 = dst->family == AF_INET6;
+	int fd = (int)SAFE(socket(dst->family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+
+	memcpy(&a4.sin_addr, dst->addr.v4, 4);
+	memcpy(&a6.sin6_addr, dst->addr.v6, 16);
+	if (dev)
+		SAFE(setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, dev, (socklen_t)strlen(dev) + 1));
+	if (connect(fd, v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4,
+		    v6 ? sizeof(a6) : sizeof(a4)) < 0) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+int krepro_udp_echo(const struct krepro_addr *dst, uint16_t port, const char *dev,
+		    int timeout_ms)
+{
+	static unsigned int seq;
+	char msg[64], buf[64];
+	double deadline = krepro_now() + timeout_ms / 1000.0;
+	int fd = echo_socket(dst, port, dev), ret = -ETIMEDOUT;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(msg, sizeof(msg), "krepro echo %d.%u", getpid(), ++seq);
+	if (send(fd, msg, strlen(msg), 0) < 0)
+		ret = -errno;
+	for (double left; ret == -ETIMEDOUT && (left = deadline - krepro_now()) > 0;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		/* Rounded up: a wait of 0 ms would spin out the last one. */
+		if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
+			continue;
+		n = recv(fd, buf, sizeof(buf) - 1, 0);
+		if (n < 0)	/* an ICMP error for this socket */
+			ret = -errno;
+		else if ((size_t)n == strlen(msg) && !memcmp(buf, msg, (size_t)n))
+			ret = 0;
+	}
+	close(fd);
+	return ret;
 }

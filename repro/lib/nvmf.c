@@ -244,43 +244,33 @@ static bool timeout_line(const char *msg, int *qid)
 /* Count the nvme lines that show the storm doing its work. */
 static void count_kmsg(int fd, int instance, struct kmsg_counts *c)
 {
-	char rec[2048], dev[32];
-	ssize_t n;
+	char msg[1024], dev[32];
 
 	snprintf(dev, sizeof(dev), "nvme nvme%d: ", instance);
-	while ((n = read(fd, rec, sizeof(rec) - 1)) != 0) {
-		char *msg;
+	while (fd >= 0 && krepro_kmsg_next(fd, msg, sizeof(msg))) {
+		const char *m = strstr(msg, dev);
 
-		if (n < 0) {
-			if (errno == EPIPE)
-				continue;
-			break;
-		}
-		rec[n] = '\0';
-		msg = strchr(rec, ';');
-		if (!msg)
+		if (!m)
 			continue;
-		if (!strstr(msg, dev))
-			continue;
-		msg = strstr(msg, dev) + strlen(dev);
-		if (strstr(msg, "timeout") && !strstr(msg, "keep-alive")) {
+		m += strlen(dev);
+		if (strstr(m, "timeout") && !strstr(m, "keep-alive")) {
 			int qid = -1;
 
 			c->timeouts++;
-			if (c->tearing_down && timeout_line(msg, &qid)) {
+			if (c->tearing_down && timeout_line(m, &qid)) {
 				if (qid == 0)
 					c->admin_in_teardown++;
 				else
 					c->io_in_teardown++;
 			}
-		} else if (strstr(msg, "starting error recovery")) {
+		} else if (strstr(m, "starting error recovery")) {
 			c->recoveries++;
 			c->tearing_down = true;
-		} else if (strstr(msg, "Reconnecting in") || strstr(msg, "Removing controller")) {
+		} else if (strstr(m, "Reconnecting in") || strstr(m, "Removing controller")) {
 			c->tearing_down = false;
-		} else if (strstr(msg, "Successfully reconnected")) {
+		} else if (strstr(m, "Successfully reconnected")) {
 			c->reconnects++;
-		} else if (strstr(msg, "Failed reconnect attempt")) {
+		} else if (strstr(m, "Failed reconnect attempt")) {
 			c->failed_reconnects++;
 		}
 	}
@@ -308,166 +298,216 @@ static bool ctrl_live(int instance)
 	return krepro_read_line(path, state, sizeof(state)) >= 0 && !strcmp(state, "live");
 }
 
-bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
-{
-	char disk[64], path[256], state[64];
-	struct reader *readers;
-	struct kmsg_counts kc = { 0 };
+/* One storm's state: its figures, what the kernel log showed, the readers. */
+struct storm {
+	const struct krepro_nvme_storm *s;
+	char disk[64];
+	struct kmsg_counts kc;
+	int kmsg;
 	pid_t reader_pid;
-	unsigned long taint0, taint;
-	unsigned long done = 0, errors = 0;
-	double t0, t_end, worst = 0;
-	bool failed = false, injecting = false;
-	unsigned int gated = 0;
-	int kfd;
+	unsigned long taint0;
+	double worst;		/* the longest read outstanding so far, s */
+	bool failed, injecting;
+	unsigned int gated;	/* times injection paused: controller not live */
+	struct krepro_race race;
+};
 
-	snprintf(disk, sizeof(disk), "nvme%dn1", s->instance);
+/* Short timeouts on the disk, fault injection set up but off, kmsg at its
+ * end, the readers started. */
+static void storm_arm(struct storm *st)
+{
+	const struct krepro_nvme_storm *s = st->s;
+	char path[256];
+
+	snprintf(st->disk, sizeof(st->disk), "nvme%dn1", s->instance);
 	if (!exists(FAIL_DIR))
 		krepro_broken(FAIL_DIR ": %s (debugfs not mounted?)", strerror(errno));
-
-	/* Short timeouts on the disk; fault injection armed but off for now. */
-	snprintf(path, sizeof(path), "/sys/block/%s/queue/io_timeout", disk);
+	snprintf(path, sizeof(path), "/sys/block/%s/queue/io_timeout", st->disk);
 	krepro_write_file(path, "%u", s->io_timeout_ms);
 	krepro_write_file(FAIL_DIR "/probability", "0");
 	krepro_write_file(FAIL_DIR "/interval", "1");
 	krepro_write_file(FAIL_DIR "/times", "-1");
 	/* No "FAULT_INJECTION: forcing a failure" stack dumps on the console. */
 	krepro_write_file(FAIL_DIR "/verbose", "0");
-	snprintf(path, sizeof(path), "/sys/block/%s/io-timeout-fail", disk);
+	snprintf(path, sizeof(path), "/sys/block/%s/io-timeout-fail", st->disk);
 	krepro_write_file(path, "1");
 
-	kfd = SAFE(open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-	lseek(kfd, 0, SEEK_END);
-	taint0 = krepro_taint();
-
+	st->kmsg = krepro_kmsg_open();
+	if (st->kmsg < 0)
+		krepro_broken("open /dev/kmsg: %s", strerror(errno));
+	st->taint0 = krepro_taint();
 	shared = krepro_shared(sizeof(*shared) + s->threads * sizeof(struct reader));
 	shared->n = s->threads;
-	readers = shared->r;
-	snprintf(path, sizeof(path), "/dev/%s", disk);
-	reader_pid = start_readers(path);
+	snprintf(path, sizeof(path), "/dev/%s", st->disk);
+	st->reader_pid = start_readers(path);
 	krepro_info("storm: %u O_DIRECT readers on %s, io_timeout %u ms, %u%% of completions "
 		    "dropped (fail_io_timeout) while the controller is live; bound %.0f s or "
 		    "%u error recoveries", s->threads, path, s->io_timeout_ms, s->fail_percent,
 		    s->storm_s, s->max_recoveries);
+}
 
-	t0 = krepro_now();
-	t_end = t0 + s->storm_s;
-	/* Storm phase, then drain phase (injection off) until every reader has
-	 * stopped; a read outstanding longer than stall_s fails in both. */
-	for (bool storming = true;;) {
-		double now = krepro_now();
-		unsigned int running = 0;
+/*
+ * Reader i's read has been outstanding for `outstanding` s, past stall_s. A
+ * stall alone is inference: it is the bug's FAIL only with the state that
+ * shows the request was lost. A task stuck in nvme code is not enough: a
+ * reconnect on a slow host waits there too.
+ */
+static void reader_stalled(struct storm *st, unsigned int i, double outstanding)
+{
+	const struct kmsg_counts *kc = &st->kc;
+	unsigned int held;
+	enum krepro_stall_cause why = krepro_nvme_stall_state(
+		st->disk, st->s->instance, st->reader_pid,
+		atomic_load(&shared->r[i].kernel_tid), &held);
 
-		count_kmsg(kfd, s->instance, &kc);
-		taint = krepro_taint();
-		if (taint != taint0 && !failed) {
-			krepro_report("kernel taint went from %lu to %lu %.1f s into the storm, after "
-				    "%u timeouts (%u during a teardown) and %u error recoveries: a "
-				    "kernel report (see the console log)", taint0, taint, now - t0,
-				    kc.timeouts, kc.io_in_teardown + kc.admin_in_teardown,
-				    kc.recoveries);
-			failed = true;
-		}
-		for (unsigned int i = 0; i < s->threads; i++) {
-			double st = atomic_load(&readers[i].started);
-
-			if (!atomic_load(&readers[i].finished))
-				running++;
-			if (st > 0 && now - st > worst)
-				worst = now - st;
-			if (st > 0 && now - st > s->stall_s && !failed) {
-				unsigned int held;
-				enum krepro_stall_cause why = krepro_nvme_stall_state(
-					disk, s->instance, reader_pid,
-					atomic_load(&readers[i].kernel_tid), &held);
-
-				/* A stall alone is inference: it is the bug's FAIL
-				 * only with the state that shows the request was
-				 * lost. A task stuck in nvme code is not enough: a
-				 * reconnect on a slow host waits there too. */
-				if (why != KREPRO_STALL_REQUEST_LOST)
-					krepro_broken("reader %u: a 4 KiB read outstanding for "
-						      "%.0f s, but the state shows no lost request "
-						      "(%s; %u requests held by blk-mq; %u "
-						      "timeouts, %u during a teardown)", i, now - st,
-						      why == KREPRO_STALL_NVME_HUNG ?
-							      "a task waits in nvme code" :
+	if (why != KREPRO_STALL_REQUEST_LOST)
+		krepro_broken("reader %u: a 4 KiB read outstanding for %.0f s, but the state shows "
+			      "no lost request (%s; %u requests held by blk-mq; %u timeouts, %u "
+			      "during a teardown)", i, outstanding,
+			      why == KREPRO_STALL_NVME_HUNG ? "a task waits in nvme code" :
 							      "nothing stuck in nvme code",
-						      held, kc.timeouts,
-						      kc.io_in_teardown + kc.admin_in_teardown);
-				krepro_fail("reader %u: a 4 KiB read outstanding for %.0f s never "
-					    "completed: blk-mq holds no request for the disk while "
-					    "the reader waits: the request was lost (%u timeouts, "
-					    "%u of them during a teardown, %u error recoveries, %u "
-					    "reconnects, %u failed reconnects so far)", i, now - st,
-					    kc.timeouts, kc.io_in_teardown + kc.admin_in_teardown,
-					    kc.recoveries, kc.reconnects, kc.failed_reconnects);
-				failed = true;
-			}
-		}
-		if (storming && (failed || now >= t_end || kc.recoveries >= s->max_recoveries)) {
-			storming = false;
-			storm_set_injection(0);
-			injecting = false;
-			atomic_store(&shared->stop, true);
-			krepro_info("storm stopped after %.1f s: %u timeouts, %u error recoveries, "
-				    "%u reconnects; draining", now - t0, kc.timeouts, kc.recoveries,
-				    kc.reconnects);
-		}
-		/* Drop completions only while live (nvmf.h). */
-		if (storming && ctrl_live(s->instance) != injecting) {
-			injecting = !injecting;
-			storm_set_injection(injecting ? s->fail_percent : 0);
-			gated += !injecting;
-		}
-		if (!storming && (running == 0 || failed))
-			break;
-		krepro_sleep(0.05);
+			      held, kc->timeouts, kc->io_in_teardown + kc->admin_in_teardown);
+	krepro_fail("reader %u: a 4 KiB read outstanding for %.0f s never completed: blk-mq "
+		    "holds no request for the disk while the reader waits: the request was "
+		    "lost (%u timeouts, %u of them during a teardown, %u error recoveries, %u "
+		    "reconnects, %u failed reconnects so far)", i, outstanding, kc->timeouts,
+		    kc->io_in_teardown + kc->admin_in_teardown, kc->recoveries, kc->reconnects,
+		    kc->failed_reconnects);
+	st->failed = true;
+}
+
+/* One look, in the storm and in the drain: the kernel log, taint and the
+ * readers. Returns how many readers still run. */
+static unsigned int storm_watch(struct storm *st)
+{
+	double now = krepro_now();
+	unsigned long taint;
+	unsigned int running = 0;
+
+	count_kmsg(st->kmsg, st->s->instance, &st->kc);
+	taint = krepro_taint();
+	if (taint != st->taint0 && !st->failed) {
+		krepro_report("kernel taint went from %lu to %lu %.1f s into the storm, after %u "
+			      "timeouts (%u during a teardown) and %u error recoveries: a kernel "
+			      "report (see the console log)", st->taint0, taint,
+			      now - st->race.start, st->kc.timeouts,
+			      st->kc.io_in_teardown + st->kc.admin_in_teardown, st->kc.recoveries);
+		st->failed = true;
 	}
-	if (failed) {
-		/* Readers may be stuck in the kernel: leave their process. */
-		close(kfd);
+	for (unsigned int i = 0; i < st->s->threads; i++) {
+		double started = atomic_load(&shared->r[i].started);
+
+		if (!atomic_load(&shared->r[i].finished))
+			running++;
+		if (started > 0 && now - started > st->worst)
+			st->worst = now - started;
+		if (started > 0 && now - started > st->s->stall_s && !st->failed)
+			reader_stalled(st, i, now - started);
+	}
+	return running;
+}
+
+/* A step of the storm: a look, then completions dropped only while the
+ * controller is live (nvmf.h). Its rounds are error recoveries. */
+static bool storm_step(struct krepro_race *r, void *arg)
+{
+	struct storm *st = arg;
+
+	storm_watch(st);
+	r->rounds = st->kc.recoveries;
+	r->hits = st->kc.io_in_teardown;
+	if (st->failed)
 		return false;
+	if (ctrl_live(st->s->instance) != st->injecting) {
+		st->injecting = !st->injecting;
+		storm_set_injection(st->injecting ? st->s->fail_percent : 0);
+		st->gated += !st->injecting;
 	}
-	waitpid(reader_pid, NULL, 0);
-	for (unsigned int i = 0; i < s->threads; i++) {
-		done += atomic_load(&readers[i].done);
-		errors += atomic_load(&readers[i].errors);
-		if (atomic_load(&readers[i].errors))
+	return true;
+}
+
+/* Injection off, readers told to stop; look on until every reader stopped
+ * (a read outstanding longer than stall_s fails here too). */
+static void storm_drain(struct storm *st)
+{
+	storm_set_injection(0);
+	st->injecting = false;
+	atomic_store(&shared->stop, true);
+	krepro_info("storm stopped after %.1f s: %u timeouts, %u error recoveries, %u "
+		    "reconnects; draining", st->race.seconds, st->kc.timeouts,
+		    st->kc.recoveries, st->kc.reconnects);
+	while (!st->failed && storm_watch(st) > 0 && !st->failed)
+		krepro_sleep(0.05);
+}
+
+/* After a clean drain: the counts, then PASS, or BROKEN if the storm tested
+ * nothing, or a REPORT on taint in the drain. */
+static bool storm_judge(struct storm *st)
+{
+	const struct kmsg_counts *kc = &st->kc;
+	unsigned long done = 0, errors = 0;
+	char path[64], state[64];
+
+	waitpid(st->reader_pid, NULL, 0);
+	for (unsigned int i = 0; i < st->s->threads; i++) {
+		struct reader *r = &shared->r[i];
+
+		done += atomic_load(&r->done);
+		errors += atomic_load(&r->errors);
+		if (atomic_load(&r->errors))
 			krepro_info("reader %u: %lu reads failed, last errno %d (%s)", i,
-				    atomic_load(&readers[i].errors),
-				    atomic_load(&readers[i].last_errno),
-				    strerror(atomic_load(&readers[i].last_errno)));
-		close(readers[i].fd);
+				    atomic_load(&r->errors), atomic_load(&r->last_errno),
+				    strerror(atomic_load(&r->last_errno)));
+		close(r->fd);
 	}
-	count_kmsg(kfd, s->instance, &kc);
-	close(kfd);
-	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d/state", s->instance);
+	count_kmsg(st->kmsg, st->s->instance, &st->kc);
+	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d/state", st->s->instance);
 	if (krepro_read_line(path, state, sizeof(state)) < 0)
 		snprintf(state, sizeof(state), "?");
 	krepro_info("%lu reads completed, %lu failed with an error; longest read %.1f s; "
 		    "%u timeouts, %u error recoveries, %u reconnects (%u failed), injection "
-		    "paused %u times (controller not live); controller %s", done, errors, worst,
-		    kc.timeouts, kc.recoveries, kc.reconnects, kc.failed_reconnects, gated, state);
+		    "paused %u times (controller not live); controller %s", done, errors,
+		    st->worst, kc->timeouts, kc->recoveries, kc->reconnects,
+		    kc->failed_reconnects, st->gated, state);
 	krepro_info("race window: %u I/O queue and %u admin queue timeouts fired while an "
-		    "error recovery tore the controller down", kc.io_in_teardown,
-		    kc.admin_in_teardown);
-	if (kc.timeouts == 0 || kc.recoveries == 0)
+		    "error recovery tore the controller down", kc->io_in_teardown,
+		    kc->admin_in_teardown);
+	st->race.hits = kc->io_in_teardown;
+	krepro_race_counts(&st->race);
+	if (kc->timeouts == 0 || kc->recoveries == 0)
 		krepro_broken("no request timed out or no error recovery ran: the storm tested "
-			      "nothing (%u timeouts, %u recoveries)", kc.timeouts, kc.recoveries);
-	if (kc.io_in_teardown == 0)
-		krepro_broken("the race window was never reached: no I/O timeout fired during "
-			      "an error recovery's teardown (%u timeouts, %u recoveries)",
-			      kc.timeouts, kc.recoveries);
-	if (krepro_taint() != taint0) {
-		krepro_report("kernel taint went from %lu to %lu during the drain", taint0,
-			    krepro_taint());
+			      "nothing (%u timeouts, %u recoveries)", kc->timeouts, kc->recoveries);
+	krepro_race_window_reached(&st->race);
+	if (krepro_taint() != st->taint0) {
+		krepro_report("kernel taint went from %lu to %lu during the drain", st->taint0,
+			      krepro_taint());
 		return false;
 	}
-	krepro_pass("bound reached clean: %u error recoveries with %u timeouts in flight, %u "
-		    "of them during a teardown; every read completed or failed with an "
-		    "error", kc.recoveries, kc.timeouts, kc.io_in_teardown);
+	krepro_race_pass(&st->race, "%u timeouts in flight, %u admin queue timeouts during a "
+			 "teardown; every read completed or failed with an error",
+			 kc->timeouts, kc->admin_in_teardown);
 	return true;
+}
+
+bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
+{
+	struct storm st = {
+		.s = s,
+		.race = { .rounds_of = "error recoveries",
+			  .window = "I/O timeouts during an error recovery's teardown",
+			  .max_rounds = s->max_recoveries, .max_seconds = s->storm_s,
+			  .pause = 0.05, .step = storm_step },
+	};
+	bool passed;
+
+	st.race.ctx = &st;
+	storm_arm(&st);
+	krepro_race_run(&st.race);
+	storm_drain(&st);
+	/* A failed storm's readers may be stuck in the kernel: leave them. */
+	passed = !st.failed && storm_judge(&st);
+	close(st.kmsg);
+	return passed;
 }
 
 void krepro_nvme_timeout_case(int instance)

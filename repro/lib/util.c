@@ -320,3 +320,54 @@ void *krepro_dio_buf(size_t size, int byte)
 	memset(buf, byte, size);
 	return buf;
 }
+
+void krepro_loopfs_attach(struct krepro_loopfs *fs, const char *path, off_t offset, off_t size,
+			  const char *mnt)
+{
+	krepro_loop_attach_file(path, offset, size, fs->dev, sizeof(fs->dev));
+	snprintf(fs->mnt, sizeof(fs->mnt), "%s", mnt);
+}
+
+int krepro_loopfs_try_mount(struct krepro_loopfs *fs)
+{
+	if (mkdir(fs->mnt, 0755) < 0 && errno != EEXIST)
+		krepro_broken("mkdir %s: %s", fs->mnt, strerror(errno));
+	return mount(fs->dev, fs->mnt, fs->fstype, 0, fs->data);
+}
+
+void krepro_loopfs_mount(struct krepro_loopfs *fs)
+{
+	if (krepro_loopfs_try_mount(fs) < 0)
+		krepro_broken("mount -t %s %s %s: %s", fs->fstype, fs->dev, fs->mnt,
+			      strerror(errno));
+}
+
+void krepro_loopfs_umount(struct krepro_loopfs *fs)
+{
+	if (umount(fs->mnt) < 0)
+		krepro_broken("umount %s: %s", fs->mnt, strerror(errno));
+}
+
+void krepro_loopfs_detach(struct krepro_loopfs *fs)
+{
+	krepro_loop_detach(fs->dev);
+	fs->dev[0] = '\0';
+}
+
+void krepro_loopfs_release(struct krepro_loopfs *fs)
+{
+	if (!fs->dev[0])
+		return;
+	/* EINVAL: not mounted. */
+	if (umount(fs->mnt) < 0 && errno != EINVAL && errno != ENOENT)
+		krepro_info("umount %s: %s", fs->mnt, strerror(errno));
+	krepro_loopfs_detach(fs);
+}
+
+int krepro_loopfs_open(const struct krepro_loopfs *fs, const char *name, int flags)
+{
+	char path[160];
+
+	snprintf(path, sizeof(path), "%s/%s", fs->mnt, name);
+	return (int)SAFE(open(path, flags | O_CLOEXEC, 0644));
+}

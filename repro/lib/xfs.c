@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * XFS helpers the rmap reproducers share: the raw on-disk rmapbt root of AG 0
- * (xfs_db's key fields do not show the unwritten bit) and xfs_repair -n.
+ * XFS helpers the rmap reproducers share: the raw on-disk rmapbt of AG 0
+ * (xfs_db's key fields do not show the unwritten bit), xfs_repair -n, the
+ * one-block clone and the steps a case's evidence names.
  */
 #define _GNU_SOURCE
 #include "krepro.h"
 
 #include <endian.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/fs.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 uint16_t krepro_be16(const void *p) { uint16_t v; memcpy(&v, p, 2); return be16toh(v); }
@@ -77,4 +83,194 @@ void krepro_xfs_fragmented_file(const char *path, unsigned int blocks)
 			       KREPRO_XFS_BLK));
 	SAFE(fsync(fd));
 	close(fd);
+}
+
+unsigned int krepro_xfs_rmap_leaf(const char *dev, const unsigned char root[KREPRO_XFS_BLK],
+				  unsigned int i, unsigned char leaf[KREPRO_XFS_BLK])
+{
+	/* The node's key pairs fill the block before its pointers. */
+	unsigned int maxrecs = (KREPRO_XFS_BLK - KREPRO_XFS_BB_HDR) / (KREPRO_RMAP_KEY_PAIR + 4);
+	unsigned int agbno = krepro_be32(root + KREPRO_XFS_BB_HDR +
+					 maxrecs * KREPRO_RMAP_KEY_PAIR + i * 4);
+
+	krepro_xfs_read_block(dev, agbno, leaf);
+	if (memcmp(leaf, "RMB3", 4))
+		krepro_broken("rmapbt leaf %u (AG block %u) on %s has no RMB3 magic", i, agbno, dev);
+	return agbno;
+}
+
+int krepro_clone_block(int dst, off_t dst_off, int src, off_t src_off)
+{
+	struct file_clone_range fcr = {
+		.src_fd = src, .src_offset = (__u64)src_off, .src_length = KREPRO_XFS_BLK,
+		.dest_offset = (__u64)dst_off,
+	};
+
+	return ioctl(dst, FICLONERANGE, &fcr);
+}
+
+void krepro_step(struct krepro_steps *s, const char *name, bool ok, int err)
+{
+	size_t used = strlen(s->text);
+	const char *word = "ok";
+
+	if (!ok) {
+		word = err ? strerrorname_np(err) : "short";
+		word = word ? word : "E?";
+		s->failed = true;
+		if (s->nerrs < sizeof(s->errs) / sizeof(s->errs[0]))
+			s->errs[s->nerrs++] = err;
+	}
+	snprintf(s->text + used, sizeof(s->text) - used, "%s%s %s", used ? ", " : "", name, word);
+}
+
+bool krepro_steps_gave(const struct krepro_steps *s, int err)
+{
+	for (unsigned int i = 0; i < s->nerrs; i++)
+		if (s->errs[i] == err)
+			return true;
+	return false;
+}
+
+/* Does rec (a raw rmapbt record) map file block `block` of owner's data fork? */
+static bool rec_maps(const unsigned char *rec, uint64_t owner, uint64_t block)
+{
+	uint64_t off = krepro_be64(rec + 16), start = off & ~KREPRO_RMAP_FLAGS;
+
+	/* Not another owner, nor the attr fork or a bmbt block. */
+	return krepro_be64(rec + 8) == owner &&
+	       !(off & KREPRO_RMAP_FLAGS & ~KREPRO_RMAP_UNWRITTEN) &&
+	       block >= start && block < start + krepro_be32(rec + 4);
+}
+
+bool krepro_xfs_rmap_lookup(const char *dev, uint64_t owner, uint64_t block, uint32_t *agbno,
+			    bool *unwritten)
+{
+	unsigned char root[KREPRO_XFS_BLK], leaf[KREPRO_XFS_BLK];
+	unsigned int level, nleaves;
+
+	krepro_xfs_rmap_root(dev, root);
+	level = krepro_be16(root + 4);
+	if (level > 1)
+		krepro_broken("AG 0's rmapbt has %u levels; this reads two at most", level + 1);
+	nleaves = level ? krepro_be16(root + 6) : 1;
+	for (unsigned int i = 0; i < nleaves; i++) {
+		const unsigned char *b = root;
+
+		if (level) {
+			krepro_xfs_rmap_leaf(dev, root, i, leaf);
+			b = leaf;
+		}
+		for (unsigned int r = 0; r < krepro_be16(b + 6); r++) {
+			const unsigned char *rec = b + KREPRO_XFS_BB_HDR + r * KREPRO_RMAP_REC;
+
+			if (!rec_maps(rec, owner, block))
+				continue;
+			*agbno = krepro_be32(rec) + (uint32_t)(block - (krepro_be64(rec + 16) &
+									~KREPRO_RMAP_FLAGS));
+			*unwritten = krepro_be64(rec + 16) & KREPRO_RMAP_UNWRITTEN;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool krepro_xfs_internal_error(int kmsg, const char *dev, const char *file, char *caller,
+			       size_t size)
+{
+	char msg[1024], prefix[64], at[64];
+	const char *c, *name = strrchr(dev, '/');
+
+	if (kmsg < 0)
+		return false;
+	snprintf(prefix, sizeof(prefix), "XFS (%s): Internal error ", name ? name + 1 : dev);
+	snprintf(at, sizeof(at), "%s.", file);
+	while (krepro_kmsg_next(kmsg, msg, sizeof(msg))) {
+		if (strncmp(msg, prefix, strlen(prefix)) || !strstr(msg, at))
+			continue;
+		c = strstr(msg, "Caller ");
+		snprintf(caller, size, "%.*s", c ? (int)strcspn(c + 7, "+ ") : 1, c ? c + 7 : "?");
+		return true;
+	}
+	return false;
+}
+
+struct log_items {
+	const char *intent, *done;
+	int intents, dones;
+};
+
+/* xfs_logprint's lines for the items ("RUI:  #regs: ..." and the extent
+ * "(s: 0x..., l: 1, own: 131, off: 992, f: 0x...)") and done items: counted
+ * and quoted. */
+static void count_items(const char *line, void *ctx)
+{
+	struct log_items *in = ctx;
+	const char *p = line + strspn(line, " \t");
+
+	if (!strncmp(p, in->intent, strlen(in->intent)) && p[strlen(in->intent)] == ':')
+		in->intents++;
+	else if (!strncmp(p, in->done, strlen(in->done)) && p[strlen(in->done)] == ':')
+		in->dones++;
+	else if (strncmp(p, "(s: ", 4))
+		return;
+	krepro_info("xfs_logprint: %s", p);
+}
+
+int krepro_xfs_log_unfinished(const char *img, const char *intent, const char *done)
+{
+	const char *logprint[] = { "xfs_logprint", img, NULL };
+	struct log_items in = { .intent = intent, .done = done };
+	int rc = krepro_run_lines(logprint, count_items, &in);
+
+	if (rc)
+		krepro_broken("xfs_logprint %s exited with %d", img, rc);
+	return in.intents - in.dones;
+}
+
+/* From xfs_fs.h (xfslibs-dev is not needed for one ioctl). */
+#define XFS_IOC_GOINGDOWN		_IOR('X', 125, uint32_t)
+#define XFS_FSOP_GOING_FLAGS_LOGFLUSH	0x1	/* force the log, then shut down */
+
+void krepro_xfs_go_down(int fd)
+{
+	uint32_t flags = XFS_FSOP_GOING_FLAGS_LOGFLUSH;
+
+	SAFE(ioctl(fd, XFS_IOC_GOINGDOWN, &flags));
+}
+
+double krepro_xfs_down_during(const char *mnt, int (*op)(void *arg), void *arg, double delay,
+			      bool *ok)
+{
+	int go[2], done[2], dirfd = (int)SAFE(open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	double t0, took;
+	char c = 0;
+	pid_t pid;
+
+	SAFE(pipe2(go, O_CLOEXEC));
+	SAFE(pipe2(done, O_CLOEXEC));
+	pid = (pid_t)SAFE(fork());
+	if (pid == 0) {
+		/* The child waits for the word, then reports op's result. */
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		c = op(arg) ? 1 : 0;
+		_exit(write(done[1], &c, 1) == 1 ? 0 : 2);
+	}
+	t0 = krepro_now();
+	SAFE(write(go[1], &c, 1));
+	if (delay >= 0) {
+		/* Spinning: a sleep's wake-up under TCG is coarser than the window. */
+		while (krepro_now() - t0 < delay)
+			;
+		krepro_xfs_go_down(dirfd);
+	}
+	if (read(done[0], &c, 1) != 1)
+		krepro_broken("the child running the operation did not report");
+	took = krepro_now() - t0;
+	SAFE(waitpid(pid, NULL, 0));
+	*ok = c == 0;
+	close(go[0]), close(go[1]), close(done[0]), close(done[1]);
+	close(dirfd);
+	return took;
 }

@@ -15,39 +15,25 @@
  */
 #define _GNU_SOURCE
 #include "krepro.h"
+#include "nfrules.h"
+#include "wg.h"
 
-#include <arpa/inet.h>
+/* Before the kernel's headers: glibc's in.h defines what linux/in.h would. */
+#include <netinet/in.h>
 #include <errno.h>
-#include <libmnl/libmnl.h>
-#include <libnftnl/chain.h>
-#include <libnftnl/common.h>
+#include <stdio.h>		/* before libnftnl's headers, which use FILE */
 #include <libnftnl/expr.h>
-#include <libnftnl/rule.h>
-#include <libnftnl/table.h>
-#include <linux/genetlink.h>
 #include <linux/if_link.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
-#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/x_tables.h>
 #include <linux/netfilter/xt_mark.h>
-#include <linux/netfilter_ipv4/ip_tables.h>
-#include <linux/netfilter_ipv6/ip6_tables.h>
-#include <linux/wireguard.h>
-#include <netinet/in.h>
-#include <linux/time_types.h>
-#include <poll.h>
-#include <sched.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define ECHO_PORT	7777
@@ -65,14 +51,13 @@ static const char *const veth_cidr[2][2] = {
 static const uint16_t wg_port[2] = { 51001, 51002 };
 static const char *const fam_name[2] = { "IPv4", "IPv6" };
 
-/* ns1 and ns2: the namespace, netlink sockets opened inside it, WG keys. */
+/* ns1 and ns2: the namespace, netlink sockets opened inside it, wg0. */
 static struct side {
 	int nsfd;
 	struct mnl_socket *rtnl, *genl;
-	uint8_t priv[WG_KEY_LEN], pub[WG_KEY_LEN];
+	struct krepro_wg wg;
 } side[2];
 static struct mnl_socket *nfnl;	/* ns1 */
-static int wg_family;
 static pid_t echo_pid;
 
 static int fam_af(int fam)
@@ -80,548 +65,123 @@ static int fam_af(int fam)
 	return fam ? AF_INET6 : AF_INET;
 }
 
-/* --- WireGuard over generic netlink --- */
-
-static struct nlmsghdr *wg_msg(char *buf, uint8_t cmd, uint16_t flags)
-{
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-	struct genlmsghdr *g;
-
-	nlh->nlmsg_type = (uint16_t)wg_family;
-	nlh->nlmsg_flags = flags;
-	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
-	g->cmd = cmd;
-	g->version = WG_GENL_VERSION;
-	mnl_attr_put_strz(nlh, WGDEVICE_A_IFNAME, "wg0");
-	return nlh;
-}
-
-static void wg_request(struct side *s, struct nlmsghdr *nlh, const char *what)
-{
-	int ret = krepro_nl_request(s->genl, nlh, NULL, NULL);
-
-	if (ret)
-		krepro_broken("WireGuard %s in ns%d: %s", what, (int)(s - side) + 1, strerror(-ret));
-}
-
-/* The peer's endpoint: the other side's veth address of family fam. */
-static void put_endpoint(struct nlmsghdr *nlh, int other, int fam)
-{
-	struct krepro_addr a;
-
-	krepro_parse_addr(veth_cidr[other][fam], &a);
-	if (fam == 0) {
-		struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(wg_port[other]) };
-
-		memcpy(&sin.sin_addr, a.addr.v4, 4);
-		mnl_attr_put(nlh, WGPEER_A_ENDPOINT, sizeof(sin), &sin);
-	} else {
-		struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6,
-					     .sin6_port = htons(wg_port[other]) };
-
-		memcpy(&sin6.sin6_addr, a.addr.v6, 16);
-		mnl_attr_put(nlh, WGPEER_A_ENDPOINT, sizeof(sin6), &sin6);
-	}
-}
-
-/* One peer (the other side) with its wg0 addresses as allowed IPs. */
+/* Side me's one peer, the other side, reached at its veth address of family
+ * fam_outer; with allowed_ips, the other side's wg0 addresses (as hosts). */
 static void wg_set_peer(int me, int fam_outer, bool allowed_ips)
 {
 	int other = !me;
-	char buf[1024];
-	struct nlmsghdr *nlh = wg_msg(buf, WG_CMD_SET_DEVICE, 0);
-	struct nlattr *peers = mnl_attr_nest_start(nlh, WGDEVICE_A_PEERS);
-	struct nlattr *peer = mnl_attr_nest_start(nlh, 0);
+	struct krepro_addr endpoint, allowed[2];
 
-	mnl_attr_put(nlh, WGPEER_A_PUBLIC_KEY, WG_KEY_LEN, side[other].pub);
-	put_endpoint(nlh, other, fam_outer);
-	if (allowed_ips) {
-		struct nlattr *ips;
-
-		mnl_attr_put_u32(nlh, WGPEER_A_FLAGS, WGPEER_F_REPLACE_ALLOWEDIPS);
-		ips = mnl_attr_nest_start(nlh, WGPEER_A_ALLOWEDIPS);
-		for (int fam = 0; fam < 2; fam++) {
-			struct nlattr *ip = mnl_attr_nest_start(nlh, (uint16_t)fam);
-			struct krepro_addr a;
-
-			krepro_parse_addr(wg_cidr[other][fam], &a);
-			mnl_attr_put_u16(nlh, WGALLOWEDIP_A_FAMILY, (uint16_t)a.family);
-			mnl_attr_put(nlh, WGALLOWEDIP_A_IPADDR, fam ? 16 : 4, &a.addr);
-			mnl_attr_put_u8(nlh, WGALLOWEDIP_A_CIDR_MASK, fam ? 128 : 32);
-			mnl_attr_nest_end(nlh, ip);
-		}
-		mnl_attr_nest_end(nlh, ips);
-	}
-	mnl_attr_nest_end(nlh, peer);
-	mnl_attr_nest_end(nlh, peers);
-	wg_request(&side[me], nlh, "set peer");
-}
-
-struct wg_state {
-	uint8_t pub[WG_KEY_LEN];
-	bool has_pub;
-	uint64_t rx, tx;	/* the (only) peer's transfer counters */
-	int64_t handshake_s;	/* its last handshake, seconds (0: none) */
-};
-
-static int wg_peer_attr_cb(const struct nlattr *attr, void *data)
-{
-	struct wg_state *st = data;
-	struct __kernel_timespec ts;
-
-	switch (mnl_attr_get_type(attr)) {
-	case WGPEER_A_RX_BYTES:
-		st->rx = mnl_attr_get_u64(attr);
-		break;
-	case WGPEER_A_TX_BYTES:
-		st->tx = mnl_attr_get_u64(attr);
-		break;
-	case WGPEER_A_LAST_HANDSHAKE_TIME:
-		if (mnl_attr_get_payload_len(attr) >= sizeof(ts)) {
-			memcpy(&ts, mnl_attr_get_payload(attr), sizeof(ts));
-			st->handshake_s = ts.tv_sec;
-		}
-		break;
-	}
-	return MNL_CB_OK;
-}
-
-static int wg_peers_cb(const struct nlattr *peer, void *data)
-{
-	return mnl_attr_parse_nested(peer, wg_peer_attr_cb, data);
-}
-
-static int wg_dev_attr_cb(const struct nlattr *attr, void *data)
-{
-	struct wg_state *st = data;
-
-	if (mnl_attr_get_type(attr) == WGDEVICE_A_PUBLIC_KEY &&
-	    mnl_attr_get_payload_len(attr) == WG_KEY_LEN) {
-		memcpy(st->pub, mnl_attr_get_payload(attr), WG_KEY_LEN);
-		st->has_pub = true;
-	} else if (mnl_attr_get_type(attr) == WGDEVICE_A_PEERS) {
-		return mnl_attr_parse_nested(attr, wg_peers_cb, data);
-	}
-	return MNL_CB_OK;
-}
-
-static int wg_dev_cb(const struct nlmsghdr *nlh, void *data)
-{
-	return mnl_attr_parse(nlh, sizeof(struct genlmsghdr), wg_dev_attr_cb, data);
-}
-
-static void wg_get(struct side *s, struct wg_state *st)
-{
-	char buf[256];
-	struct nlmsghdr *nlh = wg_msg(buf, WG_CMD_GET_DEVICE, NLM_F_DUMP);
-	int ret;
-
-	memset(st, 0, sizeof(*st));
-	ret = krepro_nl_request(s->genl, nlh, wg_dev_cb, st);
-	if (ret)
-		krepro_broken("WireGuard get device: %s", strerror(-ret));
-}
-
-/* wg0 in side i's namespace, a fresh private key, its public key read back. */
-static void wg_create(int i)
-{
-	struct side *s = &side[i];
-	struct wg_state st;
-	char buf[256];
-	struct nlmsghdr *nlh;
-
-	krepro_link_add(s->rtnl, "wg0", "wireguard");
-	if (getrandom(s->priv, sizeof(s->priv), 0) != sizeof(s->priv))
-		krepro_broken("getrandom: %s", strerror(errno));
-	s->priv[0] &= 248;	/* a Curve25519 private key, clamped */
-	s->priv[31] = (s->priv[31] & 127) | 64;
-	nlh = wg_msg(buf, WG_CMD_SET_DEVICE, 0);
-	mnl_attr_put(nlh, WGDEVICE_A_PRIVATE_KEY, WG_KEY_LEN, s->priv);
-	mnl_attr_put_u16(nlh, WGDEVICE_A_LISTEN_PORT, wg_port[i]);
-	wg_request(s, nlh, "set private key");
-	wg_get(s, &st);
-	if (!st.has_pub)
-		krepro_broken("WireGuard in ns%d gave no public key", i + 1);
-	memcpy(s->pub, st.pub, WG_KEY_LEN);
-}
-
-/* --- the echo server in ns2 and the client in ns1 --- */
-
-static _Noreturn void echo_server(int ready_fd)
-{
-	struct pollfd pfd[2];
-	char buf[256];
-
+	krepro_parse_addr(veth_cidr[other][fam_outer], &endpoint);
 	for (int fam = 0; fam < 2; fam++) {
-		struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(ECHO_PORT) };
-		struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons(ECHO_PORT) };
-		int one = 1, fd = socket(fam_af(fam), SOCK_DGRAM, 0);
-
-		if (fd < 0 || (fam && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one))) ||
-		    bind(fd, fam ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4,
-			 fam ? sizeof(a6) : sizeof(a4))) {
-			fprintf(stderr, "echo server: %s socket: %s\n", fam_name[fam], strerror(errno));
-			_exit(1);
-		}
-		pfd[fam] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		krepro_parse_addr(wg_cidr[other][fam], &allowed[fam]);
+		allowed[fam].prefixlen = fam ? 128 : 32;
 	}
-	if (write(ready_fd, "r", 1) != 1)
-		_exit(1);
-	for (;;) {
-		if (poll(pfd, 2, -1) < 0)
-			continue;
-		for (int fam = 0; fam < 2; fam++) {
-			struct sockaddr_storage from;
-			socklen_t flen = sizeof(from);
-			ssize_t n;
-
-			if (!(pfd[fam].revents & POLLIN))
-				continue;
-			n = recvfrom(pfd[fam].fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen);
-			if (n > 0)
-				sendto(pfd[fam].fd, buf, (size_t)n, 0, (struct sockaddr *)&from, flen);
-		}
-	}
+	krepro_wg_set_peer(&side[me].wg, side[other].wg.pub, &endpoint, wg_port[other], allowed,
+			   allowed_ips ? 2 : 0);
 }
 
-/*
- * One echo from a UDP socket bound to wg0 to ns2's wg0 address: 0 when it
- * came back within timeout_ms, else -errno (-ETIMEDOUT when nothing came).
- */
+/* One echo from a UDP socket bound to wg0 to ns2's wg0 address of family
+ * fam (krepro_udp_echo()). */
 static int echo(int fam, int timeout_ms)
 {
-	static unsigned int seq;
-	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(ECHO_PORT) };
-	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons(ECHO_PORT) };
-	char msg[64], buf[64];
 	struct krepro_addr dst;
-	double deadline = krepro_now() + timeout_ms / 1000.0;
-	int fd, ret = -ETIMEDOUT;
 
 	krepro_parse_addr(wg_cidr[1][fam], &dst);
-	memcpy(&a4.sin_addr, dst.addr.v4, 4);
-	memcpy(&a6.sin6_addr, dst.addr.v6, 16);
-	fd = (int)SAFE(socket(fam_af(fam), SOCK_DGRAM | SOCK_CLOEXEC, 0));
-	SAFE(setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, "wg0", 4));
-	snprintf(msg, sizeof(msg), "krepro echo %d.%u", getpid(), ++seq);
-	if (connect(fd, fam ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4,
-		    fam ? sizeof(a6) : sizeof(a4)) < 0 ||
-	    send(fd, msg, strlen(msg), 0) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	for (double left; (left = deadline - krepro_now()) > 0;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		ssize_t n;
-
-		/* Rounded up: a wait of 0 ms would spin out the last one. */
-		if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
-			continue;
-		n = recv(fd, buf, sizeof(buf) - 1, 0);
-		if (n < 0) {	/* an ICMP error for this socket */
-			ret = -errno;
-			break;
-		}
-		if ((size_t)n == strlen(msg) && !memcmp(buf, msg, (size_t)n)) {
-			ret = 0;
-			break;
-		}
-	}
-out:
-	close(fd);
-	return ret;
+	return krepro_udp_echo(&dst, ECHO_PORT, "wg0", timeout_ms);
 }
 
 /* --- the rules: nftables route chains, or the legacy mangle tables --- */
-
-/* Send a batch of nf_tables messages and wait for each one's ACK. */
-static int nft_batch(struct mnl_nlmsg_batch *b, int nmsgs)
-{
-	char rbuf[8192];
-
-	if (mnl_socket_sendto(nfnl, mnl_nlmsg_batch_head(b), mnl_nlmsg_batch_size(b)) < 0)
-		return -errno;
-	for (int acked = 0; acked < nmsgs;) {
-		struct pollfd pfd = { .fd = mnl_socket_get_fd(nfnl), .events = POLLIN };
-		ssize_t n;
-		int ret;
-
-		if (poll(&pfd, 1, 5000) <= 0)
-			return -ETIMEDOUT;
-		n = mnl_socket_recvfrom(nfnl, rbuf, sizeof(rbuf));
-		if (n < 0)
-			return -errno;
-		ret = mnl_cb_run(rbuf, (size_t)n, 0, mnl_socket_get_portid(nfnl), NULL, NULL);
-		if (ret < 0)
-			return -errno;
-		acked++;
-	}
-	return 0;
-}
 
 /* In ip and ip6: table krepro { chain out { type route hook output priority
  * mangle; counter meta mark set 1 } } (what `nft` would send). */
 static void nft_install(void)
 {
-	static char buf[16384];
-	struct mnl_nlmsg_batch *b = SAFE_PTR(mnl_nlmsg_batch_start(buf, sizeof(buf)));
-	uint32_t seq = (uint32_t)time(NULL);
-	int nmsgs = 0, ret;
+	struct krepro_nft_batch nb;
+	int ret;
 
-	nftnl_batch_begin(mnl_nlmsg_batch_current(b), seq++);
-	mnl_nlmsg_batch_next(b);
+	krepro_nft_begin(&nb);
 	for (int fam = 0; fam < 2; fam++) {
 		uint16_t nfproto = fam ? NFPROTO_IPV6 : NFPROTO_IPV4;
-		struct nftnl_table *t = SAFE_PTR(nftnl_table_alloc());
-		struct nftnl_chain *c = SAFE_PTR(nftnl_chain_alloc());
-		struct nftnl_rule *r = SAFE_PTR(nftnl_rule_alloc());
-		struct nftnl_expr *e;
-		struct nlmsghdr *nlh;
+		struct nftnl_expr *exprs[4] = {
+			SAFE_PTR(nftnl_expr_alloc("counter")),
+			SAFE_PTR(nftnl_expr_alloc("immediate")),
+			SAFE_PTR(nftnl_expr_alloc("meta")),
+			NULL,
+		};
 
-		nftnl_table_set_str(t, NFTNL_TABLE_NAME, NFT_TABLE);
-		nlh = nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWTABLE, nfproto,
-					    NLM_F_CREATE | NLM_F_ACK, seq++);
-		nftnl_table_nlmsg_build_payload(nlh, t);
-		mnl_nlmsg_batch_next(b);
-
-		nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, NFT_TABLE);
-		nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, "out");
-		nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, "route");
-		nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, NF_INET_LOCAL_OUT);
-		nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, -150);	/* NF_IP_PRI_MANGLE */
-		nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, NF_ACCEPT);
-		nlh = nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWCHAIN, nfproto,
-					    NLM_F_CREATE | NLM_F_ACK, seq++);
-		nftnl_chain_nlmsg_build_payload(nlh, c);
-		mnl_nlmsg_batch_next(b);
-
-		nftnl_rule_set_str(r, NFTNL_RULE_TABLE, NFT_TABLE);
-		nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, "out");
-		e = SAFE_PTR(nftnl_expr_alloc("counter"));
-		nftnl_rule_add_expr(r, e);
-		e = SAFE_PTR(nftnl_expr_alloc("immediate"));
-		nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
-		nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DATA, MARK);
-		nftnl_rule_add_expr(r, e);
-		e = SAFE_PTR(nftnl_expr_alloc("meta"));
-		nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, NFT_META_MARK);
-		nftnl_expr_set_u32(e, NFTNL_EXPR_META_SREG, NFT_REG_1);
-		nftnl_rule_add_expr(r, e);
-		nlh = nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWRULE, nfproto,
-					    NLM_F_CREATE | NLM_F_APPEND | NLM_F_ACK, seq++);
-		nftnl_rule_nlmsg_build_payload(nlh, r);
-		mnl_nlmsg_batch_next(b);
-		nmsgs += 3;
-		nftnl_rule_free(r);
-		nftnl_chain_free(c);
-		nftnl_table_free(t);
+		nftnl_expr_set_u32(exprs[1], NFTNL_EXPR_IMM_DREG, NFT_REG_1);
+		nftnl_expr_set_u32(exprs[1], NFTNL_EXPR_IMM_DATA, MARK);
+		nftnl_expr_set_u32(exprs[2], NFTNL_EXPR_META_KEY, NFT_META_MARK);
+		nftnl_expr_set_u32(exprs[2], NFTNL_EXPR_META_SREG, NFT_REG_1);
+		krepro_nft_add_table(&nb, nfproto, NFT_TABLE);
+		/* -150: NF_IP_PRI_MANGLE */
+		krepro_nft_add_base_chain(&nb, nfproto, NFT_TABLE, "out", "route",
+					  NF_INET_LOCAL_OUT, -150);
+		krepro_nft_add_rule(&nb, nfproto, NFT_TABLE, "out", exprs);
 	}
-	nftnl_batch_end(mnl_nlmsg_batch_current(b), seq++);
-	mnl_nlmsg_batch_next(b);
-	ret = nft_batch(b, nmsgs);
-	mnl_nlmsg_batch_stop(b);
+	ret = krepro_nft_commit(&nb, nfnl);
 	if (ret == -EOPNOTSUPP || ret == -ENOENT)
 		krepro_skip("nf_tables refused the route chain: %s", strerror(-ret));
 	if (ret)
 		krepro_broken("install the nft route chains: %s", strerror(-ret));
 }
 
-static int nft_counter_cb(const struct nlmsghdr *nlh, void *data)
-{
-	struct nftnl_rule *r = nftnl_rule_alloc();
-	struct nftnl_expr_iter *it;
-	struct nftnl_expr *e;
-
-	if (!r || nftnl_rule_nlmsg_parse(nlh, r) < 0) {
-		nftnl_rule_free(r);
-		return MNL_CB_ERROR;
-	}
-	it = nftnl_expr_iter_create(r);
-	while (it && (e = nftnl_expr_iter_next(it)))
-		if (!strcmp(nftnl_expr_get_str(e, NFTNL_EXPR_NAME), "counter"))
-			*(uint64_t *)data += nftnl_expr_get_u64(e, NFTNL_EXPR_CTR_PACKETS);
-	nftnl_expr_iter_destroy(it);
-	nftnl_rule_free(r);
-	return MNL_CB_OK;
-}
-
 /* Packets the rule of family fam counted; then both tables are deleted. */
 static void nft_remove(uint64_t packets[2])
 {
-	static char buf[8192];
-	struct mnl_nlmsg_batch *b;
-	uint32_t seq = (uint32_t)time(NULL);
+	struct krepro_nft_batch nb;
 	int ret;
 
-	for (int fam = 0; fam < 2; fam++) {
-		struct nftnl_rule *r = SAFE_PTR(nftnl_rule_alloc());
-		struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETRULE,
-							     fam ? NFPROTO_IPV6 : NFPROTO_IPV4,
-							     NLM_F_DUMP, 0);
-
-		nftnl_rule_set_str(r, NFTNL_RULE_TABLE, NFT_TABLE);
-		nftnl_rule_nlmsg_build_payload(nlh, r);
-		nftnl_rule_free(r);
-		packets[fam] = 0;
-		ret = krepro_nl_request(nfnl, nlh, nft_counter_cb, &packets[fam]);
-		if (ret)
-			krepro_broken("read the nft rule counters: %s", strerror(-ret));
-	}
-	b = SAFE_PTR(mnl_nlmsg_batch_start(buf, sizeof(buf)));
-	nftnl_batch_begin(mnl_nlmsg_batch_current(b), seq++);
-	mnl_nlmsg_batch_next(b);
-	for (int fam = 0; fam < 2; fam++) {
-		struct nftnl_table *t = SAFE_PTR(nftnl_table_alloc());
-		struct nlmsghdr *nlh;
-
-		nftnl_table_set_str(t, NFTNL_TABLE_NAME, NFT_TABLE);
-		nlh = nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_DELTABLE,
-					    fam ? NFPROTO_IPV6 : NFPROTO_IPV4, NLM_F_ACK, seq++);
-		nftnl_table_nlmsg_build_payload(nlh, t);
-		mnl_nlmsg_batch_next(b);
-		nftnl_table_free(t);
-	}
-	nftnl_batch_end(mnl_nlmsg_batch_current(b), seq++);
-	mnl_nlmsg_batch_next(b);
-	ret = nft_batch(b, 2);
-	mnl_nlmsg_batch_stop(b);
+	packets[0] = krepro_nft_counted(nfnl, NFPROTO_IPV4, NFT_TABLE);
+	packets[1] = krepro_nft_counted(nfnl, NFPROTO_IPV6, NFT_TABLE);
+	krepro_nft_begin(&nb);
+	krepro_nft_del_table(&nb, NFPROTO_IPV4, NFT_TABLE);
+	krepro_nft_del_table(&nb, NFPROTO_IPV6, NFT_TABLE);
+	ret = krepro_nft_commit(&nb, nfnl);
 	if (ret)
 		krepro_broken("delete the nft tables: %s", strerror(-ret));
 }
 
 /*
- * The legacy mangle table through IPT_SO_SET_REPLACE / IP6T_SO_SET_REPLACE,
- * as iptables-legacy does it: every hook's policy ACCEPT and, with the rule,
- * "-A OUTPUT -j MARK --set-xmark 1" first in OUTPUT. ipt_replace and
- * ip6t_replace have the same header; only the entry header differs.
+ * The legacy mangle tables, as iptables-legacy sets them: every hook's
+ * policy ACCEPT and, with the rule, "-A OUTPUT -j MARK --set-xmark 1" first
+ * in OUTPUT.
  */
-_Static_assert(offsetof(struct ipt_replace, entries) == offsetof(struct ip6t_replace, entries),
-	       "ipt_replace and ip6t_replace headers differ");
-_Static_assert(sizeof(struct ipt_getinfo) == sizeof(struct ip6t_getinfo),
-	       "ipt_getinfo and ip6t_getinfo differ");
-
-struct xt_mark_target {
+static const struct {
 	struct xt_entry_target target;
 	struct xt_mark_tginfo2 info;
+} mark_target = {
+	.target.u.user.target_size = XT_ALIGN(sizeof(mark_target)),
+	.target.u.user.name = "MARK",
+	.target.u.user.revision = 2,
+	.info = { .mark = MARK, .mask = 0xffffffff },
 };
-
-static size_t xt_put(char *p, int fam, const void *target, size_t tsize)
-{
-	size_t esize = fam ? sizeof(struct ip6t_entry) : sizeof(struct ipt_entry);
-
-	if (fam) {
-		struct ip6t_entry *e = (struct ip6t_entry *)p;
-
-		e->target_offset = (uint16_t)esize;
-		e->next_offset = (uint16_t)(esize + tsize);
-	} else {
-		struct ipt_entry *e = (struct ipt_entry *)p;
-
-		e->target_offset = (uint16_t)esize;
-		e->next_offset = (uint16_t)(esize + tsize);
-	}
-	memcpy(p + esize, target, tsize);
-	return esize + tsize;
-}
-
-/* Replace family fam's mangle table; returns the MARK rule's packet count
- * from the table that was replaced (0 when it had none). */
-static uint64_t xt_replace(int fam, bool with_rule)
-{
-	int level = fam ? SOL_IPV6 : SOL_IP;
-	int fd = (int)SAFE(socket(fam_af(fam), SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW));
-	struct ipt_getinfo info = { .name = "mangle" };
-	socklen_t len = sizeof(info);
-	static char buf[8192] __attribute__((aligned(8)));
-	struct ipt_replace *repl = (struct ipt_replace *)buf;
-	char *entries = buf + offsetof(struct ipt_replace, entries);
-	struct xt_standard_target accept = {
-		.target.u.user.target_size = XT_ALIGN(sizeof(accept)),
-		.verdict = -NF_ACCEPT - 1,
-	};
-	struct xt_mark_target mark = {
-		.target.u.user.target_size = XT_ALIGN(sizeof(mark)),
-		.target.u.user.name = "MARK",
-		.target.u.user.revision = 2,
-		.info = { .mark = MARK, .mask = 0xffffffff },
-	};
-	struct xt_error_target error = {
-		.target.u.user.target_size = XT_ALIGN(sizeof(error)),
-		.target.u.user.name = XT_ERROR_TARGET,
-		.errorname = XT_ERROR_TARGET,
-	};
-	struct xt_counters *counters;
-	unsigned int n = 0, rule_index = 0;
-	uint64_t pcnt = 0;
-	size_t off = 0;
-
-	_Static_assert(sizeof(accept) == XT_ALIGN(sizeof(accept)) &&
-		       sizeof(mark) == XT_ALIGN(sizeof(mark)) &&
-		       sizeof(error) == XT_ALIGN(sizeof(error)), "targets not aligned");
-	if (getsockopt(fd, level, fam ? IP6T_SO_GET_INFO : IPT_SO_GET_INFO, &info, &len) < 0) {
-		if (errno == ENOENT || errno == ENOPROTOOPT)
-			krepro_skip("no %s mangle table: %s", fam_name[fam], strerror(errno));
-		krepro_broken("%s mangle table info: %s", fam_name[fam], strerror(errno));
-	}
-	counters = SAFE_PTR(calloc(info.num_entries, sizeof(*counters)));
-	memset(buf, 0, sizeof(buf));
-	for (unsigned int h = 0; h < NF_INET_NUMHOOKS; h++) {
-		if (!(info.valid_hooks & (1u << h)))
-			continue;
-		repl->hook_entry[h] = (unsigned int)off;
-		if (with_rule && h == NF_INET_LOCAL_OUT) {
-			n++;
-			off += xt_put(entries + off, fam, &mark, sizeof(mark));
-		}
-		repl->underflow[h] = (unsigned int)off;
-		off += xt_put(entries + off, fam, &accept, sizeof(accept));
-		n++;
-	}
-	off += xt_put(entries + off, fam, &error, sizeof(error));
-	n++;
-	strcpy(repl->name, "mangle");
-	repl->valid_hooks = info.valid_hooks;
-	repl->num_entries = n;
-	repl->size = (unsigned int)off;
-	repl->num_counters = info.num_entries;
-	repl->counters = counters;
-	if (setsockopt(fd, level, fam ? IP6T_SO_SET_REPLACE : IPT_SO_SET_REPLACE, buf,
-		       (socklen_t)(offsetof(struct ipt_replace, entries) + off)) < 0)
-		krepro_broken("replace the %s mangle table: %s", fam_name[fam], strerror(errno));
-	/* The old table had the rule where we put it (one entry per valid
-	 * hook before OUTPUT): the kernel gave its counters back. */
-	if (!with_rule && info.num_entries == n + 1) {
-		for (unsigned int h = 0; h < NF_INET_LOCAL_OUT; h++)
-			rule_index += !!(info.valid_hooks & (1u << h));
-		pcnt = counters[rule_index].pcnt;
-	}
-	free(counters);
-	close(fd);
-	return pcnt;
-}
+_Static_assert(sizeof(mark_target) == XT_ALIGN(sizeof(mark_target)), "MARK not aligned");
 
 static void xt_install(void)
 {
-	xt_replace(0, true);
-	xt_replace(1, true);
+	for (int fam = 0; fam < 2; fam++)
+		krepro_xt_replace(fam_af(fam), "mangle", NF_INET_LOCAL_OUT, &mark_target,
+				  sizeof(mark_target));
 }
 
 static void xt_remove(uint64_t packets[2])
 {
-	packets[0] = xt_replace(0, false);
-	packets[1] = xt_replace(1, false);
+	for (int fam = 0; fam < 2; fam++)
+		packets[fam] = krepro_xt_replace(fam_af(fam), "mangle", NF_INET_LOCAL_OUT, NULL, 0);
 }
 
 /* --- the cases --- */
 
 struct counters {
-	struct wg_state wg;
+	struct krepro_wg_state wg;
 	struct rtnl_link_stats64 wg0, veth;
 };
 
 static void snapshot(struct counters *c)
 {
-	wg_get(&side[0], &c->wg);
+	krepro_wg_get(&side[0].wg, &c->wg);
 	krepro_link_stats(side[0].rtnl, "wg0", &c->wg0);
 	krepro_link_stats(side[0].rtnl, "veth1", &c->veth);
 }
@@ -657,6 +217,13 @@ static void baseline(int outer)
 	}
 }
 
+/* What one case saw with its rule in. */
+struct seen {
+	int got[2], sent[2], err[2];	/* echoes per inner family; the first error */
+	uint64_t packets[2];		/* what each family's rule counted */
+	struct counters before, after;
+};
+
 /*
  * The verdict reads the counters, not only the echoes. Each echo sent is one
  * inner packet through wg0 and one outer UDP packet from WireGuard, and every
@@ -669,43 +236,20 @@ static void baseline(int outer)
  * or the re-route finds no route, the hook drops the packet and
  * ip6tunnel_xmit() counts it (IPv6).
  */
-static void run(int outer, bool nft)
+static void judge(int outer, const char *rule, const struct seen *sn)
 {
-	const char *rule = nft ? "nft route chain" : "mangle MARK rule";
-	int got[2] = { 0, 0 }, sent[2] = { 0, 0 }, err[2] = { 0, 0 }, outer_pkts, lost;
-	struct counters before, after;
-	uint64_t packets[2], wg_tx, wg_rx, wg0_tx, wg0_err, veth_tx;
+	const struct counters *before = &sn->before, *after = &sn->after;
+	const int *got = sn->got, *sent = sn->sent, *err = sn->err;
+	const uint64_t *packets = sn->packets;
+	int outer_pkts, lost;
+	uint64_t wg_tx, wg_rx, wg0_tx, wg0_err, veth_tx;
 	char seen[256];
 
-	baseline(outer);
-	snapshot(&before);
-	if (nft)
-		nft_install();
-	else
-		xt_install();
-	/* A family's first lost echo is the evidence: its others would only
-	 * wait out ECHO_MS each (a FAIL run took ~50 s when they did). */
-	for (int fam = 0; fam < 2; fam++)
-		for (int i = 0; i < ECHOES && !err[fam]; i++) {
-			int ret = echo(fam, ECHO_MS);
-
-			sent[fam]++;
-			if (!ret)
-				got[fam]++;
-			else
-				err[fam] = -ret;
-		}
-	snapshot(&after);
-	if (nft)
-		nft_remove(packets);
-	else
-		xt_remove(packets);
-
-	wg_tx = after.wg.tx - before.wg.tx;
-	wg_rx = after.wg.rx - before.wg.rx;
-	wg0_tx = after.wg0.tx_packets - before.wg0.tx_packets;
-	wg0_err = after.wg0.tx_errors - before.wg0.tx_errors;
-	veth_tx = after.veth.tx_packets - before.veth.tx_packets;
+	wg_tx = after->wg.tx - before->wg.tx;
+	wg_rx = after->wg.rx - before->wg.rx;
+	wg0_tx = after->wg0.tx_packets - before->wg0.tx_packets;
+	wg0_err = after->wg0.tx_errors - before->wg0.tx_errors;
+	veth_tx = after->veth.tx_packets - before->veth.tx_packets;
 	outer_pkts = sent[0] + sent[1];
 	lost = outer_pkts - got[0] - got[1];
 	krepro_info("outer %s through %s: %s rule counted %llu packets, %s rule %llu",
@@ -757,6 +301,36 @@ static void run(int outer, bool nft)
 		    (unsigned long long)veth_tx);
 }
 
+static void run(int outer, bool nft)
+{
+	struct seen sn = { 0 };
+
+	baseline(outer);
+	snapshot(&sn.before);
+	if (nft)
+		nft_install();
+	else
+		xt_install();
+	/* A family's first lost echo is the evidence: its others would only
+	 * wait out ECHO_MS each (a FAIL run took ~50 s when they did). */
+	for (int fam = 0; fam < 2; fam++)
+		for (int i = 0; i < ECHOES && !sn.err[fam]; i++) {
+			int ret = echo(fam, ECHO_MS);
+
+			sn.sent[fam]++;
+			if (!ret)
+				sn.got[fam]++;
+			else
+				sn.err[fam] = -ret;
+		}
+	snapshot(&sn.after);
+	if (nft)
+		nft_remove(sn.packets);
+	else
+		xt_remove(sn.packets);
+	judge(outer, nft ? "nft route chain" : "mangle MARK rule", &sn);
+}
+
 static void run_nft_outer_ipv4(void) { run(0, true); }
 static void run_nft_outer_ipv6(void) { run(1, true); }
 static void run_xt_outer_ipv4(void) { run(0, false); }
@@ -764,9 +338,6 @@ static void run_xt_outer_ipv6(void) { run(1, false); }
 
 static void setup(void)
 {
-	int ready[2];
-	char c;
-
 	for (int i = 0; i < 2; i++) {
 		side[i].nsfd = krepro_netns_new();
 		side[i].rtnl = krepro_nl_open(NETLINK_ROUTE);
@@ -783,9 +354,8 @@ static void setup(void)
 		krepro_addr_add(side[i].rtnl, veth, veth_cidr[i][1]);
 		krepro_link_up(side[i].rtnl, veth);
 	}
-	wg_family = krepro_genl_family(side[0].genl, WG_GENL_NAME);
-	wg_create(0);
-	wg_create(1);
+	for (int i = 0; i < 2; i++)
+		krepro_wg_create(&side[i].wg, side[i].rtnl, side[i].genl, "wg0", wg_port[i]);
 	for (int i = 0; i < 2; i++) {
 		wg_set_peer(i, 0, true);
 		krepro_addr_add(side[i].rtnl, "wg0", wg_cidr[i][0]);
@@ -793,20 +363,7 @@ static void setup(void)
 		krepro_link_up(side[i].rtnl, "wg0");
 	}
 
-	SAFE(pipe(ready));
-	fflush(stdout);
-	echo_pid = (pid_t)SAFE(fork());
-	if (echo_pid == 0) {
-		close(ready[0]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (setns(side[1].nsfd, CLONE_NEWNET) < 0)
-			_exit(1);
-		echo_server(ready[1]);
-	}
-	close(ready[1]);
-	if (read(ready[0], &c, 1) != 1)
-		krepro_broken("the echo server in ns2 did not start");
-	close(ready[0]);
+	echo_pid = krepro_udp_echo_server(side[1].nsfd, ECHO_PORT);
 	krepro_info("ns1 veth1 %s %s wg0 %s %s <-> ns2 veth2 %s %s wg0 %s %s, echo port %d",
 		    veth_cidr[0][0], veth_cidr[0][1], wg_cidr[0][0], wg_cidr[0][1],
 		    veth_cidr[1][0], veth_cidr[1][1], wg_cidr[1][0], wg_cidr[1][1], ECHO_PORT);

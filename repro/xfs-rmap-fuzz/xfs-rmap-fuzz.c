@@ -78,13 +78,10 @@ static void prepare(void)
 static void find_target(unsigned int key, struct target *t)
 {
 	unsigned char root[BLK], leaf[BLK];
-	unsigned int maxrecs = (BLK - KREPRO_XFS_BB_HDR) / (KREPRO_RMAP_KEY_PAIR + 4);
 	unsigned int n = 0, nrecs;
 
 	krepro_xfs_rmap_root(PRISTINE, root);
-	krepro_xfs_read_block(PRISTINE, krepro_be32(root + KREPRO_XFS_BB_HDR +
-						    maxrecs * KREPRO_RMAP_KEY_PAIR +
-						    (key - 1) * 4), leaf);
+	krepro_xfs_rmap_leaf(PRISTINE, root, key - 1, leaf);
 	nrecs = krepro_be16(leaf + 6);
 	t->key = key;
 	for (unsigned int i = 0; i < nrecs && n < 3; i++) {
@@ -174,16 +171,6 @@ static int fuzz(unsigned int key, const char *field, const char *verb, char valu
 	return krepro_run_lines(argv, take_value, value);
 }
 
-static const char *err_name(int err)
-{
-	const char *n = strerrorname_np(err);
-
-	return n ? n : "E?";
-}
-
-#define STEP(buf, name, ok, err) \
-	snprintf((buf) + strlen(buf), 256 - strlen(buf), " %s %s,", (name), (ok) ? "ok" : err_name(err))
-
 static int step_fsmap(void)
 {
 	enum { N = 128 };
@@ -211,47 +198,37 @@ static int step_fsmap(void)
 	return ret;
 }
 
-static int clone_block(int dst, off_t dst_off, int src, off_t src_off)
-{
-	struct file_clone_range fcr = {
-		.src_fd = src, .src_offset = (__u64)src_off, .src_length = BLK,
-		.dest_offset = (__u64)dst_off,
-	};
-
-	return ioctl(dst, FICLONERANGE, &fcr);
-}
-
 /*
  * The fixed operations, through the fuzzed key's leaf: GETFSMAP over the
  * whole filesystem (a ranged rmapbt query: the overlapped-interval key
  * compare), punch the leaf's first file block, write its second (unwritten
  * to written), share its third into a new file, sync.
  */
-static void operations(const struct target *t, char out[256])
+static void operations(const struct target *t, struct krepro_steps *st)
 {
 	void *buf = krepro_dio_buf(BLK, 'z');
 	int f, g, ret;
 
 	ret = step_fsmap();
-	STEP(out, "fsmap", ret == 0, errno);
+	krepro_step(st, "fsmap", ret == 0, errno);
 	f = open(MNT "/f", O_RDWR | O_DIRECT | O_CLOEXEC);
 	if (f < 0) {
-		STEP(out, "open", 0, errno);
+		krepro_step(st, "open", false, errno);
 		free(buf);
 		return;
 	}
 	ret = fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			(off_t)t->block[0] * BLK, BLK);
-	STEP(out, "punch", ret == 0, errno);
+	krepro_step(st, "punch", ret == 0, errno);
 	ret = (int)pwrite(f, buf, BLK, (off_t)t->block[1] * BLK);
-	STEP(out, "write", ret == BLK, errno);
+	krepro_step(st, "write", ret == BLK, errno);
 	g = open(MNT "/g", O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-	ret = g < 0 ? -1 : clone_block(g, 0, f, (off_t)t->block[2] * BLK);
-	STEP(out, "reflink", ret == 0, errno);
+	ret = g < 0 ? -1 : krepro_clone_block(g, 0, f, (off_t)t->block[2] * BLK);
+	krepro_step(st, "reflink", ret == 0, errno);
 	if (g >= 0)
 		close(g);
 	ret = syncfs(f);
-	STEP(out, "sync", ret == 0, errno);
+	krepro_step(st, "sync", ret == 0, errno);
 	close(f);
 	free(buf);
 }
@@ -260,8 +237,11 @@ static void operations(const struct target *t, char out[256])
  * Returns 0 when every step worked and repair called the result clean. */
 static int one(const struct target *t, const char *field, const char *verb)
 {
-	char value[48] = "-", out[256] = "", loop[32], sel[48] = "(none)";
-	int rc, ret, clean = 1;
+	/* nouuid: a row whose unmount failed must not stop the next mount. */
+	static struct krepro_loopfs fs = { .fstype = "xfs", .data = "nouuid" };
+	char value[48] = "-", sel[48] = "(none)";
+	struct krepro_steps st = { 0 };
+	int rc, ret;
 
 	if (verb)
 		snprintf(sel, sizeof(sel), "keys[%u].%s", t->key, field);
@@ -271,30 +251,18 @@ static int one(const struct target *t, const char *field, const char *verb)
 		krepro_info("| %s | %s | xfs_db exit %d | - | - |", sel, verb, rc);
 		return 1;
 	}
-	krepro_loop_attach_file(FUZZED, 0, 0, loop, sizeof(loop));
-	if (mkdir(MNT, 0755) < 0 && errno != EEXIST)
-		krepro_broken("mkdir " MNT ": %s", strerror(errno));
-	/* nouuid: a row whose unmount failed must not stop the next mount. */
-	ret = mount(loop, MNT, "xfs", 0, "nouuid");
-	STEP(out, "mount", ret == 0, errno);
+	krepro_loopfs_attach(&fs, FUZZED, 0, 0, MNT);
+	ret = krepro_loopfs_try_mount(&fs);
+	krepro_step(&st, "mount", ret == 0, errno);
 	if (ret == 0) {
-		operations(t, out);
-		if (strstr(out, " E"))
-			clean = 0;
-		if (umount(MNT) < 0) {
-			STEP(out, "umount", 0, errno);
-			clean = 0;
-		}
-	} else {
-		clean = 0;
+		operations(t, &st);
+		if (umount(MNT) < 0)
+			krepro_step(&st, "umount", false, errno);
 	}
-	krepro_loop_detach(loop);
+	krepro_loopfs_detach(&fs);
 	rc = krepro_xfs_repair_n(FUZZED, NULL, true);
-	if (rc)
-		clean = 0;
-	out[strlen(out) - 1] = '\0';	/* the last comma */
-	krepro_info("| %s | %s | %s |%s | %d |", sel, verb ? verb : "-", value, out, rc);
-	return !clean;
+	krepro_info("| %s | %s | %s | %s | %d |", sel, verb ? verb : "-", value, st.text, rc);
+	return st.failed || rc;
 }
 
 static void sweep(unsigned int key)

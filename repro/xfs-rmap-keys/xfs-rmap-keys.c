@@ -36,10 +36,6 @@
 #define ATTEMPT		"/tmp/krepro-rmap-attempt.img"
 #define ATTEMPTS	64
 
-/* From xfs_fs.h (xfslibs-dev is not needed for one ioctl). */
-#define XFS_IOC_GOINGDOWN		_IOR('X', 125, uint32_t)
-#define XFS_FSOP_GOING_FLAGS_LOGFLUSH	0x1	/* force the log, then shut down */
-
 /* The disk's filesystems: the natural image three times, the same image with
  * a dirty log holding an unfinished rmap intent, and that log replayed. */
 enum region { R_PUNCH, R_WRITE, R_REFLINK, R_DIRTY, R_REPLAYED, NREGIONS };
@@ -51,22 +47,21 @@ struct stale_key {
 	uint32_t agbno;		/* the AG block the record maps file block B to */
 };
 
-/* What one case has attached and mounted, for its own clean-up. */
-static char loopdev[32], mnt[64];
+/* What one case has attached and mounted, for its own clean-up. nouuid: the
+ * five filesystems are copies of one (and a case that failed may leave its
+ * shut-down filesystem mounted). */
+static struct krepro_loopfs fs = { .fstype = "xfs", .data = "nouuid" };
 
 static int find_stale_key(const char *dev, struct stale_key *sk)
 {
 	unsigned char root[BLK], leaf[BLK];
-	unsigned int maxrecs = (BLK - KREPRO_XFS_BB_HDR) / (KREPRO_RMAP_KEY_PAIR + 4);
 
 	krepro_xfs_rmap_root(dev, root);
 	sk->numrecs = krepro_be16(root + 6);
 	for (unsigned int i = 0; krepro_be16(root + 4) == 1 && i < sk->numrecs; i++) {
 		const unsigned char *key = root + KREPRO_XFS_BB_HDR + i * KREPRO_RMAP_KEY_PAIR;
-		uint32_t child = krepro_be32(root + KREPRO_XFS_BB_HDR +
-					     maxrecs * KREPRO_RMAP_KEY_PAIR + i * 4);
 
-		krepro_xfs_read_block(dev, child, leaf);
+		krepro_xfs_rmap_leaf(dev, root, i, leaf);
 		sk->key_offset = krepro_be64(key + 12);
 		sk->rec_offset = krepro_be64(leaf + KREPRO_XFS_BB_HDR + 16);
 		sk->owner = krepro_be64(key + 4);
@@ -82,96 +77,12 @@ static int find_stale_key(const char *dev, struct stale_key *sk)
 	return -1;
 }
 
-/*
- * The record of AG 0's rmapbt (one or two levels, read raw) that maps file
- * block `block` of inode owner's data fork: true, with the AG block it maps
- * that file block to and the offset's unwritten bit.
- */
-static bool rmap_lookup(const char *dev, uint64_t owner, uint64_t block, uint32_t *agbno,
-			bool *unwritten)
-{
-	unsigned char root[BLK], leaf[BLK];
-	unsigned int maxrecs = (BLK - KREPRO_XFS_BB_HDR) / (KREPRO_RMAP_KEY_PAIR + 4);
-	unsigned int level, nleaves;
-
-	krepro_xfs_rmap_root(dev, root);
-	level = krepro_be16(root + 4);
-	if (level > 1)
-		krepro_broken("AG 0's rmapbt has %u levels; this reads two at most", level + 1);
-	nleaves = level ? krepro_be16(root + 6) : 1;
-	for (unsigned int i = 0; i < nleaves; i++) {
-		const unsigned char *b = root;
-
-		if (level) {
-			krepro_xfs_read_block(dev, krepro_be32(root + KREPRO_XFS_BB_HDR +
-						maxrecs * KREPRO_RMAP_KEY_PAIR + i * 4), leaf);
-			if (memcmp(leaf, "RMB3", 4))
-				krepro_broken("rmapbt leaf %u on %s has no RMB3 magic", i, dev);
-			b = leaf;
-		}
-		for (unsigned int r = 0; r < krepro_be16(b + 6); r++) {
-			const unsigned char *rec = b + KREPRO_XFS_BB_HDR + r * KREPRO_RMAP_REC;
-			uint64_t off = krepro_be64(rec + 16), start = off & ~KREPRO_RMAP_FLAGS;
-
-			/* Another owner, the attr fork or a bmbt block, or not this block. */
-			if (krepro_be64(rec + 8) != owner ||
-			    (off & KREPRO_RMAP_FLAGS & ~KREPRO_RMAP_UNWRITTEN) ||
-			    block < start || block >= start + krepro_be32(rec + 4))
-				continue;
-			*agbno = krepro_be32(rec) + (uint32_t)(block - start);
-			*unwritten = off & KREPRO_RMAP_UNWRITTEN;
-			return true;
-		}
-	}
-	return false;
-}
-
 static void attach(const char *path, off_t offset, const char *name)
 {
-	krepro_loop_attach_file(path, offset, REGION, loopdev, sizeof(loopdev));
+	char mnt[64];
+
 	snprintf(mnt, sizeof(mnt), "/tmp/krepro-rmap-%s", name);
-}
-
-static void detach(void)
-{
-	krepro_loop_detach(loopdev);
-	loopdev[0] = '\0';
-}
-
-static int try_mount(void)
-{
-	if (mkdir(mnt, 0755) < 0 && errno != EEXIST)
-		krepro_broken("mkdir %s: %s", mnt, strerror(errno));
-	/* nouuid: the five filesystems are copies of one (and a case that
-	 * failed may leave its shut-down filesystem mounted). */
-	return mount(loopdev, mnt, "xfs", 0, "nouuid");
-}
-
-static void must_mount(void)
-{
-	if (try_mount() < 0)
-		krepro_broken("mount %s: %s", loopdev, strerror(errno));
-}
-
-static void must_umount(void)
-{
-	SAFE(umount(mnt));
-}
-
-/* After a failed step: let go of the (likely shut down) filesystem. */
-static void case_abandon(void)
-{
-	if (umount(mnt) < 0)
-		krepro_info("umount %s: %s", mnt, strerror(errno));
-	detach();
-}
-
-static int open_in(const char *name, int flags)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), "%s/%s", mnt, name);
-	return SAFE(open(path, flags | O_CLOEXEC, 0644));
+	krepro_loopfs_attach(&fs, path, offset, REGION, mnt);
 }
 
 /* ---- preparation (patched kernel) ---- */
@@ -194,15 +105,15 @@ static void make_natural_image(void)
 	char path[128];
 	int fd;
 
-	mkfs[5] = loopdev;
+	mkfs[5] = fs.dev;
 	krepro_must_run(mkfs);
-	must_mount();
-	snprintf(path, sizeof(path), "%s/f", mnt);
+	krepro_loopfs_mount(&fs);
+	snprintf(path, sizeof(path), "%s/f", fs.mnt);
 	krepro_xfs_fragmented_file(path, FILE_BLOCKS);
-	must_umount();
+	krepro_loopfs_umount(&fs);
 
 	/* Pick the middle key: refilling the AGFL can split the first leaves. */
-	krepro_xfs_rmap_root(loopdev, root);
+	krepro_xfs_rmap_root(fs.dev, root);
 	if (krepro_be16(root + 4) != 1 || krepro_be16(root + 6) < 3)
 		krepro_broken("AG 0's rmapbt has level %u with %u keys, want a two-level tree",
 			      krepro_be16(root + 4), krepro_be16(root + 6));
@@ -215,110 +126,59 @@ static void make_natural_image(void)
 	krepro_info("rmapbt: %u keys; key %u starts with file block %llu",
 		    krepro_be16(root + 6), pick, (unsigned long long)block);
 
-	must_mount();
-	fd = open_in("f", O_RDWR | O_DIRECT);
+	krepro_loopfs_mount(&fs);
+	fd = krepro_loopfs_open(&fs, "f", O_RDWR | O_DIRECT);
 	if (SAFE(pwrite(fd, buf, BLK, (off_t)block * BLK)) != BLK)
 		krepro_broken("short write at file block %llu", (unsigned long long)block);
 	SAFE(fsync(fd));
 	close(fd);
-	must_umount();
+	krepro_loopfs_umount(&fs);
 	free(buf);
 
-	if (find_stale_key(loopdev, &sk) < 0)
+	if (find_stale_key(fs.dev, &sk) < 0)
 		krepro_broken("after the write no root key is stale: the layout changed");
 	krepro_info("root key %u: raw offset %#llx (unwritten), its leaf's first record %#llx "
 		    "(written)", sk.index, (unsigned long long)sk.key_offset,
 		    (unsigned long long)sk.rec_offset);
-	if (krepro_xfs_repair_n(loopdev, "of the natural image", false))
+	if (krepro_xfs_repair_n(fs.dev, "of the natural image", false))
 		krepro_broken("the natural image is not clean");
 }
 
+/* The punch of one file block, as krepro_xfs_down_during() runs it. */
+struct punch {
+	int fd;
+	uint64_t block;
+};
+
+static int punch(void *arg)
+{
+	struct punch *p = arg;
+
+	return fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			 (off_t)p->block * BLK, BLK);
+}
+
 /*
- * One try at a log with an unfinished rmap intent for block B: a child
- * punches B (its transaction chain logs an RUI, then an RUD when the rmapbt
- * is updated); delay seconds after telling it to go, XFS_IOC_GOINGDOWN with
- * LOGFLUSH forces what is committed to the log and shuts down, so a
- * transaction not yet committed never reaches it. delay < 0: no shutdown;
- * returns how long the punch took.
+ * One try at a log with an unfinished rmap intent for block B: punch B (its
+ * transaction chain logs an RUI, then an RUD when the rmapbt is updated) and
+ * shut down delay seconds in, so a transaction not yet committed never
+ * reaches the log. delay < 0: no shutdown; returns how long the punch took.
  */
 static double punch_and_go_down(uint64_t block, double delay)
 {
-	int go[2], done[2], fd, dirfd, status;
-	uint32_t flags = XFS_FSOP_GOING_FLAGS_LOGFLUSH;
-	double t0, took;
-	char c = 0;
-	pid_t pid;
+	struct punch p = { .block = block };
+	double took;
+	bool ok;
 
-	must_mount();
-	fd = open_in("f", O_RDWR);
-	dirfd = SAFE(open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-	SAFE(pipe2(go, O_CLOEXEC));
-	SAFE(pipe2(done, O_CLOEXEC));
-	pid = SAFE(fork());
-	if (pid == 0) {
-		int ret;
-
-		if (read(go[0], &c, 1) != 1)
-			_exit(2);
-		ret = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-				(off_t)block * BLK, BLK);
-		c = ret < 0 ? 1 : 0;
-		if (write(done[1], &c, 1) != 1)
-			_exit(2);
-		_exit(0);
-	}
-	t0 = krepro_now();
-	SAFE(write(go[1], &c, 1));
-	if (delay >= 0) {
-		while (krepro_now() - t0 < delay)
-			;
-		SAFE(ioctl(dirfd, XFS_IOC_GOINGDOWN, &flags));
-	}
-	if (read(done[0], &c, 1) != 1)
-		krepro_broken("the punching child did not report");
-	took = krepro_now() - t0;
-	SAFE(waitpid(pid, &status, 0));
-	if (delay < 0 && c)
+	krepro_loopfs_mount(&fs);
+	p.fd = krepro_loopfs_open(&fs, "f", O_RDWR);
+	took = krepro_xfs_down_during(fs.mnt, punch, &p, delay, &ok);
+	if (delay < 0 && !ok)
 		krepro_broken("punching file block %llu failed on the correct kernel",
 			      (unsigned long long)block);
-	close(go[0]), close(go[1]), close(done[0]), close(done[1]);
-	close(fd);
-	close(dirfd);
-	must_umount();
+	close(p.fd);
+	krepro_loopfs_umount(&fs);
 	return took;
-}
-
-struct intents {
-	unsigned int rui, rud;
-};
-
-/* xfs_logprint's lines for rmap intents ("RUI:  #regs: ..." and the extent
- * "(s: 0x..., l: 1, own: 131, off: 992, f: 0x...)") and done items. */
-static void count_intents(const char *line, void *ctx)
-{
-	struct intents *in = ctx;
-	const char *p = line + strspn(line, " \t");
-
-	if (!strncmp(p, "RUI:", 4))
-		in->rui++;
-	else if (!strncmp(p, "RUD:", 4))
-		in->rud++;
-	else if (strncmp(p, "(s: ", 4))
-		return;
-	krepro_info("xfs_logprint: %s", p);
-}
-
-static int unfinished_rmap_intent(const char *img)
-{
-	static const char *logprint[] = { "xfs_logprint", NULL, NULL };
-	struct intents in = { 0, 0 };
-	int rc;
-
-	logprint[1] = img;
-	rc = krepro_run_lines(logprint, count_intents, &in);
-	if (rc)
-		krepro_broken("xfs_logprint %s exited with %d", img, rc);
-	return in.rui > in.rud;
 }
 
 /*
@@ -338,7 +198,7 @@ static int make_dirty_image(const struct stale_key *sk)
 	krepro_copy_nonzero(PRISTINE, 0, ATTEMPT, 0, REGION);
 	attach(ATTEMPT, 0, "attempt");
 	took = punch_and_go_down(sk->block, -1);
-	detach();
+	krepro_loopfs_detach(&fs);
 	krepro_info("punching file block %llu takes %.1f ms here", (unsigned long long)sk->block,
 		    took * 1e3);
 	for (int i = 0; i < ATTEMPTS; i++) {
@@ -350,8 +210,8 @@ static int make_dirty_image(const struct stale_key *sk)
 		krepro_copy_nonzero(PRISTINE, 0, ATTEMPT, 0, REGION);
 		attach(ATTEMPT, 0, "attempt");
 		punch_and_go_down(sk->block, delay);
-		detach();
-		found = unfinished_rmap_intent(ATTEMPT);
+		krepro_loopfs_detach(&fs);
+		found = krepro_xfs_log_unfinished(ATTEMPT, "RUI", "RUD") > 0;
 		krepro_info("attempt %d: shut down %.2f ms after the punch began: %s", i + 1,
 			    delay * 1e3, found ? "the log holds an unfinished RUI" :
 			    "no unfinished RUI");
@@ -360,8 +220,8 @@ static int make_dirty_image(const struct stale_key *sk)
 		/* Recovery must meet the stale key: the rmapbt on disk is still
 		 * the one before the punch. */
 		attach(ATTEMPT, 0, "attempt");
-		found = !find_stale_key(loopdev, &stale);
-		detach();
+		found = !find_stale_key(fs.dev, &stale);
+		krepro_loopfs_detach(&fs);
 		if (found)
 			return i + 1;
 		krepro_info("attempt %d: but the rmapbt on disk no longer has the stale key",
@@ -377,9 +237,9 @@ static void prepare(void)
 
 	attach(DISK, 0, "prepare");
 	make_natural_image();
-	krepro_copy_nonzero(loopdev, 0, PRISTINE, 0, REGION);
-	find_stale_key(loopdev, &sk);
-	detach();
+	krepro_copy_nonzero(fs.dev, 0, PRISTINE, 0, REGION);
+	find_stale_key(fs.dev, &sk);
+	krepro_loopfs_detach(&fs);
 	krepro_copy_nonzero(PRISTINE, 0, DISK, R_WRITE * REGION, REGION);
 	krepro_copy_nonzero(PRISTINE, 0, DISK, R_REFLINK * REGION, REGION);
 
@@ -387,17 +247,17 @@ static void prepare(void)
 	if (!attempts)
 		krepro_broken("no log with an unfinished rmap intent in %d attempts", ATTEMPTS);
 	attach(ATTEMPT, 0, "attempt");
-	krepro_xfs_repair_n(loopdev, "of the dirty image (log not replayed)", false);
-	detach();
+	krepro_xfs_repair_n(fs.dev, "of the dirty image (log not replayed)", false);
+	krepro_loopfs_detach(&fs);
 	krepro_copy_nonzero(ATTEMPT, 0, DISK, R_DIRTY * REGION, REGION);
 
 	/* What a correct kernel makes of that log: replay it, keep the result. */
 	attach(ATTEMPT, 0, "attempt");
-	must_mount();
-	must_umount();
-	if (krepro_xfs_repair_n(loopdev, "after the correct kernel replayed the log", false))
+	krepro_loopfs_mount(&fs);
+	krepro_loopfs_umount(&fs);
+	if (krepro_xfs_repair_n(fs.dev, "after the correct kernel replayed the log", false))
 		krepro_broken("the correct kernel's log replay left a filesystem repair rejects");
-	detach();
+	krepro_loopfs_detach(&fs);
 	krepro_copy_nonzero(ATTEMPT, 0, DISK, R_REPLAYED * REGION, REGION);
 	unlink(ATTEMPT);
 	unlink(PRISTINE);
@@ -410,53 +270,50 @@ static void prepare(void)
 static struct stale_key target;
 
 /*
- * XFS's corruption report from the rmap code itself, logged since kmsg was
- * opened: "XFS (loopN): Internal error <check> at line N of file
- * fs/xfs/libxfs/xfs_rmap.c.  Caller xfs_rmap_unmap+0x...". The caller's name
- * goes to caller.
- */
-static bool rmap_corruption_report(int kmsg, char *caller, size_t size)
-{
-	char msg[1024], prefix[64];
-	const char *c;
-
-	if (kmsg < 0)
-		return false;
-	snprintf(prefix, sizeof(prefix), "XFS (%s): Internal error ", strrchr(loopdev, '/') + 1);
-	while (krepro_kmsg_next(kmsg, msg, sizeof(msg))) {
-		if (strncmp(msg, prefix, strlen(prefix)) || !strstr(msg, "xfs_rmap.c."))
-			continue;
-		c = strstr(msg, "Caller ");
-		snprintf(caller, size, "%.*s", c ? (int)strcspn(c + 7, "+ ") : 1, c ? c + 7 : "?");
-		return true;
-	}
-	return false;
-}
-
-/*
  * A step failed. The bug makes the rmap code find corruption on a filesystem
  * xfs_repair -n calls clean: the step fails with EUCLEAN (-EFSCORRUPTED) and
  * XFS reports an internal error in xfs_rmap.c. The report is the FAIL: it
  * names the rmap code. EUCLEAN alone (any XFS check may give it) or any
  * other failure is not shown to be this bug: BROKEN, naming the errnos.
- * let_go() lets go of the case's filesystem once the report is read.
+ * The case's filesystem is let go of once the report is read.
  */
-static void step_failed(int kmsg, const int *errs, unsigned int nerrs, const char *what,
-			void (*let_go)(void))
+static void step_failed(int kmsg, const struct krepro_steps *st, const char *what)
 {
 	char caller[128] = "";
-	bool euclean = false, report = rmap_corruption_report(kmsg, caller, sizeof(caller));
+	bool euclean = krepro_steps_gave(st, EUCLEAN),
+	     report = krepro_xfs_internal_error(kmsg, fs.dev, "xfs_rmap.c", caller,
+						sizeof(caller));
 
-	let_go();
-	for (unsigned int i = 0; i < nerrs; i++)
-		euclean |= errs[i] == EUCLEAN;
+	krepro_loopfs_release(&fs);
 	if (report)
-		krepro_fail("%s (XFS: internal error in xfs_rmap.c, caller %s)%s", what, caller,
+		krepro_fail("%s: %s (XFS: internal error in xfs_rmap.c, caller %s)%s", what,
+			    st->text, caller,
 			    euclean ? "" : " without EUCLEAN");
 	else
-		krepro_broken("%s: %s no corruption report from xfs_rmap.c%s, so not shown "
-			      "to be this bug", what, euclean ? "EUCLEAN but" : "no EUCLEAN and",
+		krepro_broken("%s: %s: %s no corruption report from xfs_rmap.c%s, so not shown "
+			      "to be this bug", what, st->text,
+			      euclean ? "EUCLEAN but" : "no EUCLEAN and",
 			      kmsg < 0 ? " (kmsg unreadable)" : "");
+}
+
+/*
+ * The steps on file B is in are done: fsync and close it. If a step failed,
+ * step_failed() on "<doing> file block B of a filesystem xfs_repair -n
+ * called clean", and false.
+ */
+static bool steps_synced(int fd, int kmsg, struct krepro_steps *st, const char *doing)
+{
+	char what[160];
+	int ret = fsync(fd);
+
+	krepro_step(st, "fsync", ret == 0, errno);
+	close(fd);
+	if (!st->failed)
+		return true;
+	snprintf(what, sizeof(what), "%s file block %llu of a filesystem xfs_repair -n called "
+		 "clean", doing, (unsigned long long)target.block);
+	step_failed(kmsg, st, what);
+	return false;
 }
 
 /* /dev/kmsg at its end, for the case's corruption report; -1 says so. */
@@ -474,15 +331,15 @@ static int kmsg_open(void)
 static void case_setup(enum region r, const char *name)
 {
 	attach(DISK, r * REGION, name);
-	if (find_stale_key(loopdev, &target) < 0)
+	if (find_stale_key(fs.dev, &target) < 0)
 		krepro_broken(DISK " has no stale rmapbt key: not the prepared disk");
 	krepro_info("root key %u of %u: raw offset %#llx (unwritten bit set), leaf's first "
 		    "record %#llx (written), owner %llu", target.index, target.numrecs,
 		    (unsigned long long)target.key_offset, (unsigned long long)target.rec_offset,
 		    (unsigned long long)target.owner);
-	if (krepro_xfs_repair_n(loopdev, "before mounting", false))
+	if (krepro_xfs_repair_n(fs.dev, "before mounting", false))
 		krepro_broken("the filesystem is not clean before mounting");
-	must_mount();
+	krepro_loopfs_mount(&fs);
 }
 
 /*
@@ -494,16 +351,16 @@ static void case_finish(const char *what, bool (*shown)(char *evidence, size_t s
 {
 	char evidence[256];
 
-	must_umount();
-	if (krepro_xfs_repair_n(loopdev, "after the steps", false)) {
+	krepro_loopfs_umount(&fs);
+	if (krepro_xfs_repair_n(fs.dev, "after the steps", false)) {
 		krepro_fail("%s succeeded but left a filesystem xfs_repair -n rejects", what);
 	} else if (!shown(evidence, sizeof(evidence))) {
-		detach();
+		krepro_loopfs_detach(&fs);
 		krepro_broken("%s succeeded, but %s", what, evidence);
 	} else {
 		krepro_pass("%s; xfs_repair -n still clean; %s", what, evidence);
 	}
-	detach();
+	krepro_loopfs_detach(&fs);
 }
 
 /*
@@ -514,8 +371,9 @@ static void case_finish(const char *what, bool (*shown)(char *evidence, size_t s
 static bool b_unmapped(char *evidence, size_t size)
 {
 	uint32_t agbno;
-	bool unwritten, mapped = rmap_lookup(loopdev, target.owner, target.block, &agbno,
-					     &unwritten) && agbno == target.agbno;
+	bool unwritten, mapped = krepro_xfs_rmap_lookup(fs.dev, target.owner, target.block,
+							&agbno, &unwritten) &&
+				 agbno == target.agbno;
 
 	snprintf(evidence, size, "the rmapbt %s the record mapping file block %llu to AG block "
 		 "%u%s", mapped ? "still has" : "no longer has", (unsigned long long)target.block,
@@ -524,38 +382,21 @@ static bool b_unmapped(char *evidence, size_t size)
 	return !mapped;
 }
 
-/* A step's result, as a word for the evidence. */
-static const char *res(int ret, int err)
-{
-	return ret < 0 ? strerror(err) : "ok";
-}
-
 /* Punch the block whose record sits behind the stale key: the lookup of its
  * record must go through that key. */
 static void run_punch(void)
 {
-	int fd, ret, err, sync, sync_err, kmsg;
+	struct krepro_steps st = { 0 };
+	int fd, ret, kmsg;
 
 	case_setup(R_PUNCH, "punch");
 	kmsg = kmsg_open();
-	fd = open_in("f", O_RDWR);
+	fd = krepro_loopfs_open(&fs, "f", O_RDWR);
 	ret = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			(off_t)target.block * BLK, BLK);
-	err = errno;
-	sync = fsync(fd);
-	sync_err = errno;
-	close(fd);
-	if (ret < 0 || sync < 0) {
-		int errs[] = { ret < 0 ? err : 0, sync < 0 ? sync_err : 0 };
-		char what[256];
-
-		snprintf(what, sizeof(what), "punching file block %llu: fallocate %s, fsync %s, "
-			 "on a filesystem xfs_repair -n called clean",
-			 (unsigned long long)target.block, res(ret, err), res(sync, sync_err));
-		step_failed(kmsg, errs, 2, what, case_abandon);
-		return;
-	}
-	case_finish("punching the stale key's block", b_unmapped);
+	krepro_step(&st, "fallocate", ret == 0, errno);
+	if (steps_synced(fd, kmsg, &st, "punching"))
+			case_finish("punching the stale key's block", b_unmapped);
 }
 
 /*
@@ -576,7 +417,8 @@ static bool writes_recorded(char *evidence, size_t size)
 		uint32_t agbno;
 		bool unwritten;
 
-		if (!rmap_lookup(loopdev, target.owner, block, &agbno, &unwritten) || unwritten) {
+		if (!krepro_xfs_rmap_lookup(fs.dev, target.owner, block, &agbno, &unwritten) ||
+		    unwritten) {
 			snprintf(evidence, size, "file block %llu (B%+d) has no written record in "
 				 "the rmapbt: the rmap updates under test did not happen",
 				 (unsigned long long)block, write_rel[i]);
@@ -591,62 +433,36 @@ static bool writes_recorded(char *evidence, size_t size)
 static void run_write(void)
 {
 	void *buf = krepro_dio_buf(BLK, 'w');
-	int fd, bad = 0, kmsg, errs[WRITES + 1] = { 0 };
-	char steps[256] = "";
+	struct krepro_steps st = { 0 };
+	int fd, kmsg;
 
 	case_setup(R_WRITE, "write");
 	kmsg = kmsg_open();
-	fd = open_in("f", O_RDWR | O_DIRECT);
+	fd = krepro_loopfs_open(&fs, "f", O_RDWR | O_DIRECT);
 	for (unsigned int i = 0; i < WRITES; i++) {
 		off_t off = ((off_t)target.block + write_rel[i]) * BLK;
-		ssize_t ret = pwrite(fd, buf, BLK, off);
-		int err = errno;
+		ssize_t n = pwrite(fd, buf, BLK, off);
+		char name[48];
 
-		bad |= ret != BLK;
-		errs[i] = ret < 0 ? err : 0;
-		snprintf(steps + strlen(steps), sizeof(steps) - strlen(steps),
-			 "%sblock %lld (B%+d) %s", i ? ", " : "", (long long)(off / BLK),
-			 write_rel[i], ret == BLK ? "ok" : ret < 0 ? strerror(err) : "short");
+		snprintf(name, sizeof(name), "block %lld (B%+d)", (long long)(off / BLK),
+			 write_rel[i]);
+		krepro_step(&st, name, n == BLK, n < 0 ? errno : 0);
 	}
-	if (fsync(fd) < 0) {
-		bad = 1;
-		errs[WRITES] = errno;
-		snprintf(steps + strlen(steps), sizeof(steps) - strlen(steps), ", fsync %s",
-			 strerror(errno));
-	}
-	close(fd);
 	free(buf);
-	if (bad) {
-		char what[384];
-
-		snprintf(what, sizeof(what), "O_DIRECT writes next to file block %llu: %s, on a "
-			 "filesystem xfs_repair -n called clean", (unsigned long long)target.block,
-			 steps);
-		step_failed(kmsg, errs, WRITES + 1, what, case_abandon);
+	if (!steps_synced(fd, kmsg, &st, "O_DIRECT writes next to"))
 		return;
-	}
-	krepro_info("O_DIRECT writes: %s", steps);
-	must_umount();
+	krepro_info("O_DIRECT writes: %s", st.text);
+	krepro_loopfs_umount(&fs);
 	{
 		struct stale_key after;
 
 		krepro_info("after the writes root key %u is %s", target.index,
-			    find_stale_key(loopdev, &after) ? "no longer stale: writing in its leaf "
+			    find_stale_key(fs.dev, &after) ? "no longer stale: writing in its leaf "
 			    "rewrote the leaf's keys" : "still stale");
 	}
-	must_mount();
+	krepro_loopfs_mount(&fs);
 	case_finish("writing the unwritten blocks next to the stale key's record",
 		    writes_recorded);
-}
-
-static int clone_range(int dst, off_t dst_off, int src, off_t src_off)
-{
-	struct file_clone_range fcr = {
-		.src_fd = src, .src_offset = (__u64)src_off, .src_length = BLK,
-		.dest_offset = (__u64)dst_off,
-	};
-
-	return ioctl(dst, FICLONERANGE, &fcr);
 }
 
 /*
@@ -660,34 +476,22 @@ static int clone_range(int dst, off_t dst_off, int src, off_t src_off)
 static void run_reflink(void)
 {
 	void *buf = krepro_dio_buf(BLK, 'd');
-	int fd, dio, over, over_err, sync, sync_err, kmsg;
+	struct krepro_steps st = { 0 };
+	int fd, dio, ret, kmsg;
 
 	case_setup(R_REFLINK, "reflink");
 	kmsg = kmsg_open();
-	dio = open_in("f", O_RDWR | O_DIRECT);
+	dio = krepro_loopfs_open(&fs, "f", O_RDWR | O_DIRECT);
 	if (SAFE(pwrite(dio, buf, BLK, 0)) != BLK)
 		krepro_broken("short write to file block 0");
 	SAFE(fsync(dio));
 	close(dio);
 	free(buf);
-	fd = open_in("f", O_RDWR);
-	over = clone_range(fd, (off_t)target.block * BLK, fd, 0);
-	over_err = errno;
-	sync = fsync(fd);
-	sync_err = errno;
-	close(fd);
-	if (over < 0 || sync < 0) {
-		int errs[] = { over < 0 ? over_err : 0, sync < 0 ? sync_err : 0 };
-		char what[256];
-
-		snprintf(what, sizeof(what), "FICLONERANGE of file block 0 over file block %llu: "
-			 "%s; fsync %s, on a filesystem xfs_repair -n called clean",
-			 (unsigned long long)target.block, res(over, over_err),
-			 res(sync, sync_err));
-		step_failed(kmsg, errs, 2, what, case_abandon);
-		return;
-	}
-	case_finish("cloning file block 0 over the stale key's block", b_unmapped);
+	fd = krepro_loopfs_open(&fs, "f", O_RDWR);
+	ret = krepro_clone_block(fd, (off_t)target.block * BLK, fd, 0);
+	krepro_step(&st, "FICLONERANGE", ret == 0, errno);
+	if (steps_synced(fd, kmsg, &st, "cloning file block 0 over"))
+		case_finish("cloning file block 0 over the stale key's block", b_unmapped);
 }
 
 /*
@@ -699,30 +503,27 @@ static void run_reflink(void)
  */
 static void run_mount_replay(void)
 {
-	int ret, err, kmsg;
+	struct krepro_steps st = { 0 };
+	int ret, kmsg;
 
 	attach(DISK, R_REPLAYED * REGION, "replayed");
-	if (krepro_xfs_repair_n(loopdev, "of the same log as replayed by the correct kernel",
+	if (krepro_xfs_repair_n(fs.dev, "of the same log as replayed by the correct kernel",
 				false))
 		krepro_broken("the correct kernel's replay is not clean: not the prepared disk");
-	detach();
+	krepro_loopfs_detach(&fs);
 
 	attach(DISK, R_DIRTY * REGION, "replay");
-	if (find_stale_key(loopdev, &target) < 0)
+	if (find_stale_key(fs.dev, &target) < 0)
 		krepro_broken(DISK " has no stale rmapbt key: not the prepared disk");
 	krepro_info("dirty log; on disk root key %u still has raw offset %#llx, its leaf's "
 		    "first record %#llx", target.index, (unsigned long long)target.key_offset,
 		    (unsigned long long)target.rec_offset);
 	kmsg = kmsg_open();
-	ret = try_mount();
-	err = errno;
-	if (ret < 0) {
-		char what[256];
-
-		snprintf(what, sizeof(what), "mount (log recovery) failed: %s; the correct kernel "
-			 "replays the same log to a filesystem xfs_repair -n calls clean",
-			 strerror(err));
-		step_failed(kmsg, &err, 1, what, detach);
+	ret = krepro_loopfs_try_mount(&fs);
+	krepro_step(&st, "mount (log recovery)", ret == 0, errno);
+	if (st.failed) {
+		step_failed(kmsg, &st, "replaying a log that the correct kernel replays to a "
+			    "filesystem xfs_repair -n calls clean");
 		return;
 	}
 	case_finish("mounting and replaying the log", b_unmapped);
@@ -731,10 +532,7 @@ static void run_mount_replay(void)
 static void cleanup(void)
 {
 	/* Each case tidies up after itself; this is for one that stopped early. */
-	if (mnt[0] && umount(mnt) < 0 && errno != EINVAL && errno != ENOENT)
-		krepro_info("umount %s: %s", mnt, strerror(errno));
-	if (loopdev[0])
-		krepro_loop_detach(loopdev);
+	krepro_loopfs_release(&fs);
 }
 
 static const char *const kconfigs[] = { "CONFIG_XFS_FS", "CONFIG_VIRTIO_BLK",
