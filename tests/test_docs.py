@@ -27,6 +27,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tally import Tally  # noqa: E402
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PERF = os.path.join(TOP, "docs", "performance.md")
 RECORDS = os.path.join(TOP, "bench", "records")
@@ -42,16 +45,7 @@ FIGURE = re.compile(r"(?<![\w.,/-])(\d[\d,]*(?:\.\d+)?)[ \u00a0]?(s|min|minutes)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 RECORD_REF = re.compile(r"bench/records/([\w.-]+\.json)")
 
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {what}")
+check = Tally("FAIL: ")
 
 
 def rel(path):
@@ -199,8 +193,7 @@ def main():
     check_forbidden_words()
     check_readme_figures()
     check_links()
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.end()
 
 
 if __name__ == "__main__":

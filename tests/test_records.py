@@ -10,21 +10,16 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 from krepro import records  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tally import Tally  # noqa: E402
+
 RUN_KEYS = {"kernel", "build", "outcome", "seconds", "signature", "evidence", "report_title",
             "infra", "accel", "date"}
 OUTCOMES = {"PASS", "FAIL", "OTHER", "HANG", "BROKEN", "SKIP"}
 
 
 def main():
-    passed = failed = 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        if ok:
-            passed += 1
-        else:
-            failed += 1
-            print(f"not ok - {what}")
+    check = Tally("not ok - ")
 
     repros = sorted(os.path.basename(os.path.dirname(os.path.normpath(d)))
                     for d in glob.glob(os.path.join(TOP, "repro", "*", "records", "")))
@@ -44,8 +39,7 @@ def main():
               f"repro/{r}/README.md: the records table differs from what the records make "
               "(bench/proof-record.py --readme rewrites it)")
     print(f"{len(repros)} reproducers with records checked")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.end()
 
 
 if __name__ == "__main__":

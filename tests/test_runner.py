@@ -165,14 +165,20 @@ class Runner(unittest.TestCase):
         self.assertEqual(self.run_krepro("--repeat", "1", "--timeout", "2", "fake-hang"), 1, self.out)
         self.assertEqual(self.outcomes(), ["FAIL"])
 
-    def test_guest_stuck_after_the_bugs_report_is_stopped_early(self):
-        self.set_plan("bug-report-hang")
-        self.env["KREPRO_AFTER_REPORT"] = "1"
+    def stuck_guest(self, plan, after_report):
+        """One fake-bug guest that hangs after its report: its run record,
+        once it was stopped early (well before its 60 s limit)."""
+        self.set_plan(plan)
+        self.env["KREPRO_AFTER_REPORT"] = after_report
         t0 = time.monotonic()
         self.assertEqual(self.run_krepro("--repeat", "1", "--timeout", "60", "fake-bug"), 1, self.out)
         self.assertLess(time.monotonic() - t0, 30)
         run = self.record()["runs"][0]
         self.assertEqual((run["outcome"], run["stopped_early"], run["timed_out"]), ("FAIL", True, False))
+        return run
+
+    def test_guest_stuck_after_the_bugs_report_is_stopped_early(self):
+        run = self.stuck_guest("bug-report-hang", "1")
         self.assertIn("guest stopped 1 s after the report ended", run["evidence"])
         self.assertIsNotNone(run["report_seen"])
         self.assertIsNone(run["answer_complete"])
@@ -180,13 +186,7 @@ class Runner(unittest.TestCase):
     def test_guest_stuck_after_its_verdict_is_stopped_when_the_answer_is_complete(self):
         # The report has ended and the KTAP plan's every point is on the
         # stream: nothing more to wait for, however long AFTER_REPORT is.
-        self.set_plan("bug-verdict-hang")
-        self.env["KREPRO_AFTER_REPORT"] = "50"
-        t0 = time.monotonic()
-        self.assertEqual(self.run_krepro("--repeat", "1", "--timeout", "60", "fake-bug"), 1, self.out)
-        self.assertLess(time.monotonic() - t0, 30)
-        run = self.record()["runs"][0]
-        self.assertEqual((run["outcome"], run["stopped_early"], run["timed_out"]), ("FAIL", True, False))
+        run = self.stuck_guest("bug-verdict-hang", "50")
         self.assertIn("guest stopped when its answer was complete", run["evidence"])
         self.assertLessEqual(run["report_seen"], run["answer_complete"])
 
