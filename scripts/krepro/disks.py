@@ -45,7 +45,9 @@ def prepare(config, accel, initrd, meta, record):
         return img, None
     log(f"preparing {meta.name}'s disk on the patched kernel")
     os.makedirs(os.path.dirname(img), exist_ok=True)
-    tmp = img + ".tmp"
+    # Its own scratch file: two runs on one machine (two checkouts) may
+    # prepare the same disk at once; each replaces the image atomically.
+    tmp = f"{img}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
         f.truncate(meta.disk_mib << 20)
     rundir = os.path.join(config.results, "prepare", meta.name)
@@ -61,6 +63,7 @@ def prepare(config, accel, initrd, meta, record):
     record.append({"repro": meta.name, "outcome": v["outcome"], "evidence": v["evidence"],
                    "seconds": res.seconds, "log": f"prepare/{meta.name}/console.log"})
     if v["outcome"] != "PASS":
+        os.remove(tmp)
         return None, (f"disk preparation on the patched kernel was {v['outcome']}: "
                       f"{v['evidence']} (log: {rundir}/console.log)")
     os.replace(tmp, img)
