@@ -13,7 +13,7 @@ import time
 from .arches import ARCHES
 from .backend import Backend, GuestResult, stopped
 from .paths import cache, read
-from .protocol import INIT_DONE
+from .protocol import INIT_DONE, INIT_STARTED
 
 
 def log(msg):
@@ -228,7 +228,7 @@ class Qemu(Backend):
 
 
 # init's first line says how long the kernel took to reach it.
-INIT_UPTIME = re.compile(r"krepro-init: started, uptime ([0-9.]+) s")
+INIT_UPTIME = re.compile(re.escape(INIT_STARTED) + r", uptime ([0-9.]+) s")
 
 
 def boot_seconds(console):
