@@ -13,6 +13,12 @@ special about the host (e.g. "two CPU hogs beside the guest"). Prints the
 tally per reproducer and kernel, and rewrites those reproducers' README
 tables from their records (--readme alone does only that; the tables are
 checked against the records by tests/test_records.py). Asserts nothing.
+
+Figures of an earlier run whose raw output was not kept go into a record of
+kind "transcribed", written by hand: name, repro, kind, date, what,
+machine, figures, raw ("figure only: the run's raw output was not kept")
+and source ("transcribed from <file> at commit <hash>", the commit that
+first stated them). The README section that states them links it.
 """
 import collections
 import json

@@ -53,17 +53,21 @@ def sections(text):
     return out
 
 
-def at_commit(commit, path):
-    """The file as the commit had it, or None when the clone lacks the history."""
+def git(*args):
+    """git's output, or None when git fails or is missing."""
     try:
-        r = subprocess.run(["git", "-C", TOP, "show", f"{commit}:{path}"],
-                           capture_output=True, text=True, timeout=30)
+        r = subprocess.run(["git", "-C", TOP, *args], capture_output=True, text=True, timeout=30)
     except OSError:
         return None
     return r.stdout if r.returncode == 0 else None
 
 
-def check_transcribed(check, r, name, rec, text):
+def full_history():
+    """True in a clone with all its history: there a source commit must exist."""
+    return (git("rev-parse", "--is-shallow-repository") or "").strip() == "false"
+
+
+def check_transcribed(check, r, name, rec):
     where = f"{r}/{name}"
     missing = [k for k in TRANSCRIBED_KEYS if not rec.get(k)]
     check(not missing, f"{where}: a transcribed record wants {', '.join(TRANSCRIBED_KEYS)} "
@@ -78,30 +82,33 @@ def check_transcribed(check, r, name, rec, text):
     m = SOURCE.match(rec.get("source") or "")
     check(m, f"{where}: source must say 'transcribed from <file> at commit <hash>'")
     if m:
-        old = at_commit(m.group(2), m.group(1))
-        if old is None:
-            print(f"# {where}: commit {m.group(2)} or its {m.group(1)} is not in this clone; "
-                  "the figures were not checked against it")
+        old = git("show", f"{m.group(2)}:{m.group(1)}")
+        if old is None and not full_history():
+            print(f"# {where}: no full git history here; its figures were not checked against "
+                  f"{m.group(1)} at {m.group(2)}")
         else:
-            absent = [v for v in figures.values() if flat(v) not in flat(old)]
+            check(old is not None, f"{where}: {m.group(1)} at commit {m.group(2)} does not exist")
+            absent = [v for v in figures.values() if flat(v) not in flat(old or "")]
             check(not absent, f"{where}: not stated in {m.group(1)} at {m.group(2)}: {'; '.join(absent)}")
-    link = f"records/{name}"
-    cited = [(h, b) for h, b in sections(text) if link in b]
-    check(cited, f"repro/{r}/README.md: no section links {link}")
-    for head, body in cited:
-        absent = [v for v in figures.values() if flat(v) not in flat(body)]
-        check(not absent, f"repro/{r}/README.md, {head.strip('# ')!r}: {name}'s figures not stated: "
-                          f"{'; '.join(absent)}")
 
-
-def check_bold_figures(check, r, recs, text):
-    """In a section that links transcribed records, a bold figure is one of theirs."""
+def check_sections(check, r, recs, text):
+    """Each transcribed record is linked by a section of the README that
+    states all its figures; a bold figure of such a section is one of its
+    records' figures."""
     transcribed = {n: rec for n, rec in recs if rec.get("kind") == records.TRANSCRIBED}
-    for head, body in sections(text):
-        mine = [rec for n, rec in transcribed.items() if f"records/{n}" in body]
-        if not mine:
+    parts = sections(text)
+    for name, rec in transcribed.items():
+        cited = [(h, b) for h, b in parts if f"](records/{name})" in b]
+        check(cited, f"repro/{r}/README.md: no section links records/{name}")
+        for head, body in cited:
+            absent = [v for v in (rec.get("figures") or {}).values() if flat(v) not in flat(body)]
+            check(not absent, f"repro/{r}/README.md, {head.strip('# ')!r}: {name}'s figures not "
+                              f"stated: {'; '.join(absent)}")
+    for head, body in parts:
+        known = [flat(v) for n, rec in transcribed.items() if f"](records/{n})" in body
+                 for v in (rec.get("figures") or {}).values()]
+        if not known:
             continue
-        known = [flat(v) for rec in mine for v in (rec.get("figures") or {}).values()]
         for b in BOLD.findall(body):
             if MEASURED.search(b):
                 check(any(flat(b) in k or k in flat(b) for k in known),
@@ -109,8 +116,23 @@ def check_bold_figures(check, r, recs, text):
                       "is in none of the section's records")
 
 
+def self_test(check):
+    """The section checks catch what they are for: a README whose figure
+    differs from its record's gives two failures (the record's figure not
+    stated, the bold one in no record); a section that does not link the
+    record, one; one that agrees, none."""
+    recs = [("x.json", {"kind": records.TRANSCRIBED, "figures": {"runs": "PASS 5/5"}})]
+    for text, want in (("## A\n\n**PASS 5/5** ([record](records/x.json)).\n", 0),
+                       ("## A\n\n**PASS 4/5** ([record](records/x.json)).\n", 2),
+                       ("## A\n\n**PASS 5/5**.\n\n## B\n\n[record](records/x.json)\n", 1)):
+        t = Tally("# self-test, expected: ")
+        check_sections(t, "self-test", recs, text)
+        check(t.failed == want, f"self-test: {t.failed} failures, not {want}, for {text!r}")
+
+
 def main():
     check = Tally("not ok - ")
+    self_test(check)
 
     repros = sorted(os.path.basename(os.path.dirname(os.path.normpath(d)))
                     for d in glob.glob(os.path.join(TOP, "repro", "*", "records", "")))
@@ -122,14 +144,14 @@ def main():
             check(rec.get("repro") == r, f"{r}/{name}: names reproducer {rec.get('repro')!r}")
             check(rec.get("name") + ".json" == name, f"{r}/{name}: its name field is {rec.get('name')!r}")
             if rec.get("kind") == records.TRANSCRIBED:
-                check_transcribed(check, r, name, rec, text)
+                check_transcribed(check, r, name, rec)
                 continue
             check(rec.get("kind") is None, f"{r}/{name}: unknown kind {rec.get('kind')!r}")
             check(bool(rec.get("runs")), f"{r}/{name}: no runs")
             for i, run in enumerate(rec.get("runs") or []):
                 check(RUN_KEYS <= set(run), f"{r}/{name}: run {i} lacks {sorted(RUN_KEYS - set(run))}")
                 check(run.get("outcome") in OUTCOMES, f"{r}/{name}: run {i} outcome {run.get('outcome')!r}")
-        check_bold_figures(check, r, recs, text)
+        check_sections(check, r, recs, text)
         got = records.readme_block(text)
         check(got is not None, f"repro/{r}/README.md has records but no generated table")
         check(got is None or got == records.block(r),
