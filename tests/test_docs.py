@@ -14,6 +14,9 @@
     lib/string_helpers.c is not the word "helper".
 (c) Every figure of README.md (a number followed by s, min or minutes)
     appears in docs/performance.md.
+(e) README.md's table of reproducers states each one's recorded FAIL rate
+    as its repro/<id>/fail-rate.json has it (fails/runs, the arch its row
+    names).
 (d) Every relative link of README.md, docs/*.md and repro/*/README.md
     points at a file or directory that exists, and a #fragment into a
     markdown page at one of its headings (GitHub's anchors).
@@ -174,6 +177,23 @@ def check_links():
             check(ok, f"{rel(path)}:{line}: link {target} points at nothing")
 
 
+RATE_ROW = re.compile(r"^\| \[([\w-]+)\]\(repro/[\w-]+/README\.md\)( \(ARM\))? \|.*\| (\d+)/(\d+) \|$", re.M)
+
+
+def check_readme_rates():
+    rows = RATE_ROW.findall(read(os.path.join(TOP, "README.md")))
+    check(rows, "README.md: no reproducer row with a recorded FAIL rate")
+    for repro, arm, fails, runs in rows:
+        try:
+            with open(os.path.join(TOP, "repro", repro, "fail-rate.json")) as f:
+                rec = json.load(f)["arm" if arm else "x86_64"]
+        except (OSError, ValueError, KeyError) as e:
+            check(False, f"README.md: {repro}: no recorded rate to state ({e})")
+            continue
+        check((int(fails), int(runs)) == (rec["fails"], rec["runs"]),
+              f"README.md: {repro}: says {fails}/{runs}, its fail-rate.json {rec['fails']}/{rec['runs']}")
+
+
 def check_generated_tables():
     sys.path.insert(0, os.path.join(TOP, "bench"))
     import importlib
@@ -192,6 +212,7 @@ def main():
     check_generated_tables()
     check_forbidden_words()
     check_readme_figures()
+    check_readme_rates()
     check_links()
     return check.end()
 
