@@ -1,0 +1,736 @@
+"""krepro bisect: drive a whole bisection with krepro's rows, and say how
+sure its answer is.
+
+The search is krepro's own binary search over `git rev-list --first-parent
+GOOD..BAD`, not `git bisect`: no bisect state in the user's repository (its
+checkout, refs/bisect and a second bisection of the same repository stay
+free), skips are explicit (the untested commit nearest the middle is tried
+next), and each step's verdict comes with the runs behind it, which the
+confidence needs. First-parent keeps a merge whole: a merge can be the
+culprit (flagged), and its branch can be bisected after.
+
+Every checkout happens in a scratch clone under the cache (`git clone
+--shared`), built by `kernels.sh build-tree` (run-in-qemu.sh --tree's
+build) in one object directory, so each step after the first is
+incremental. Each step's row is run-in-qemu.sh on the image built, a probe
+row. Machinery is that interface; the tests give a fake one.
+
+The confidence: the FAIL rate's 95% lower bound p (measured on BAD by the
+driver, or the reproducer's record), and for each good verdict with c clean
+runs a miss chance (1 - p)^c; the answer is right unless one of those good
+verdicts was a miss, so confidence = product of (1 - (1 - p)^c). A FAIL is
+the bug's own evidence and is taken as certain.
+"""
+import argparse
+import dataclasses
+import datetime
+import hashlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import arches, stats
+# The same ranges and words as run-in-qemu.sh's options.
+from .cli import bounded, probability
+from .paths import SCRIPTS, TOP, cache
+from .protocol import CLEAN, DEFAULT_MISS, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE
+
+DEFAULT_FLOOR = 0.66
+DEFAULT_CALIBRATE = 10
+# Rows a step may take to reach its clean runs (a row whose record applies
+# stops clean sooner than the driver asks; the next row runs the rest).
+MAX_ROWS = 3
+
+HELP = """\
+usage: python3 -m krepro bisect --good G --bad B [options] REPRO
+       make bisect TREE=DIR GOOD=G BAD=B REPRO=R
+
+Find the commit of TREE's first-parent line, between GOOD (the bug is
+absent) and BAD (REPRO FAILs), that brought the bug in, with krepro's rows,
+and say how sure that answer is. Nothing in TREE is checked out or written:
+the steps are built in a scratch clone under the cache ($KREPRO_CACHE/bisect/)
+in one object directory, with run-in-qemu.sh --tree's build.
+
+Cost: the first step (BAD) builds the tree from scratch; every later step
+rebuilds what its checkout changed. Then BAD's rate runs, GOOD's check, about
+log2(commits) steps, and the revert check.
+
+Options:
+  --tree DIR        the git tree (default: .)
+  --good G          a commit without the bug
+  --bad B           a later commit with it; GOOD must be an ancestor of BAD
+  --arch A          x86_64 | arm (default x86_64, or $KREPRO_ARCH)
+  --rate R          measure (default): the driver runs REPRO --calibrate times
+                    on BAD first and weighs every clean run with that FAIL
+                    rate's 95% lower bound (the general case: krepro has no
+                    record for this history); recorded: the reproducer's
+                    recorded rate instead (no guests spent on BAD's rate)
+  --calibrate N     guests on BAD for --rate measure, 1-1000 (default {calibrate})
+  --miss P          target miss chance of one good verdict, 0<P<1 (default {miss})
+  --floor F         name no culprit below this confidence, 0<F<1 (default {floor})
+  --max-runs N      cap on guests per step, 1-1000 (default 20); a good step
+                    at the cap has a larger miss chance, and the confidence says so
+  --any-report      count a kernel report that is not the bug (OTHER) as a FAIL
+  --timeout SEC     wall-clock limit per guest (run-in-qemu.sh --timeout)
+  --results DIR     where bisect.json, summary.md and each row's run go
+                    (default results/bisect-<time>; one holding bisect.json is refused)
+
+The confidence is the chance that no good verdict on the way was a miss:
+the product over good steps (GOOD's check included) of 1 - (1 - p)^c, c the
+step's clean runs, p the rate's 95% lower bound (so it holds at 95%). A step
+that does not build, or whose row is BROKEN, SKIP, HANG, OTHER or undecided
+with anything but clean runs, is skipped and listed. The culprit is then
+checked: it must FAIL again, and BAD with it reverted (git revert --no-commit)
+must PASS with a good step's clean runs; a kernel whose .text is identical to
+its parent's, and a merge, are flagged. Every run on the commits the answer
+calls bad is checked against the rate: too few FAILs for it (under 5% chance)
+replace it with what those runs measured, and the confidence is taken again.
+
+Exit status: 0 a culprit named (confidence >= floor) that FAILs again, whose
+revert PASSes and whose text differs from its parent's; 1 a culprit named, but
+unverified (it did not FAIL again; the revert does not apply, build or decide)
+or its text identical to its parent's; 125 no culprit named: the confidence
+is below the floor, BAD does not FAIL or build, GOOD FAILs, the revert still
+FAILs, or skipped commits leave more than one candidate (it says where it
+stopped and why); 128 usage error (one line on stderr), or krepro's own
+reproducers or guest image not building; 130 interrupted. bisect.json and
+summary.md are written in every case but a usage error.
+"""
+
+
+class UsageError(Exception):
+    pass
+
+
+def log(msg):
+    print(f"krepro: bisect: {msg}", file=sys.stderr, flush=True)
+
+
+def git(repo, *args, check=True):
+    p = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True)
+    if check and p.returncode:
+        raise UsageError(f"git {' '.join(args)} in {repo}: {p.stderr.strip() or 'failed'}")
+    return p.stdout.strip() if check else p
+
+
+@dataclasses.dataclass
+class Build:
+    ok: bool
+    image: str = None
+    seconds: float = 0.0
+    text: str = None      # sha256 of the kernel's .text, or None when unknown
+    why: str = ""
+
+
+# --- the real machinery: kernels.sh build-tree and run-in-qemu.sh ---
+
+def text_sha256(vmlinux, arch="x86_64"):
+    """sha256 of vmlinux's .text section, or None when it cannot be read."""
+    cross = arches.ARCHES[arch]["cross"] if arch in arches.ARCHES else ""
+    objcopy = (cross + "objcopy") if cross and shutil.which(cross + "objcopy") else "objcopy"
+    if not os.path.isfile(vmlinux) or not shutil.which(objcopy):
+        return None
+    with tempfile.NamedTemporaryFile() as out:
+        p = subprocess.run([objcopy, "-O", "binary", "--only-section=.text", vmlinux, out.name],
+                           capture_output=True)
+        if p.returncode:
+            return None
+        h = hashlib.sha256()
+        for chunk in iter(lambda: out.read(1 << 20), b""):
+            h.update(chunk)
+        return h.hexdigest()
+
+
+class Machinery:
+    """Builds with run-in-qemu.sh --tree's build (kernels.sh build-tree) and
+    runs probe rows with run-in-qemu.sh on the image built."""
+
+    def __init__(self, arch, run_args=()):
+        self.arch, self.run_args = arch, list(run_args)
+
+    def build(self, tree, image):
+        """Build tree; install its image as `image` with its .config beside it
+        (run-in-qemu.sh reads the detectors there) and its vmlinux linked
+        (reports decoded; unlink_debug() drops the link once the step's rows
+        are done, since the next build rewrites the object directory)."""
+        env = dict(os.environ, KREPRO_ARCH=self.arch, KREPRO_DIE_CODE="125")
+        t0 = time.monotonic()
+        p = subprocess.run([os.path.join(SCRIPTS, "kernels.sh"), "build-tree", tree], env=env,
+                           stdout=subprocess.PIPE, text=True)
+        secs = round(time.monotonic() - t0, 1)
+        if p.returncode:
+            return Build(False, seconds=secs, why=f"kernels.sh build-tree exited {p.returncode}"
+                         " (its build log is named above)")
+        built = p.stdout.strip().splitlines()[-1]
+        obj = built[:-len(arches.ARCHES[self.arch]["image"])]
+        os.makedirs(os.path.dirname(image), exist_ok=True)
+        shutil.copyfile(built, image)
+        if os.path.isfile(os.path.join(obj, ".config")):
+            shutil.copyfile(os.path.join(obj, ".config"), image + ".config")
+        vmlinux = os.path.join(obj, "vmlinux")
+        if os.path.isfile(vmlinux):
+            if os.path.lexists(image + ".vmlinux"):
+                os.unlink(image + ".vmlinux")
+            os.symlink(vmlinux, image + ".vmlinux")
+        return Build(True, image, secs, text_sha256(vmlinux, self.arch))
+
+    def unlink_debug(self, image):
+        if image and os.path.islink(image + ".vmlinux"):
+            os.unlink(image + ".vmlinux")
+
+    def row(self, image, repro, results, max_runs=None, repeat=None):
+        """One probe row of repro on image: run.json's row record, with
+        run-in-qemu.sh's exit status as "code" (None for the row when it
+        wrote none)."""
+        cmd = [os.path.join(TOP, "run-in-qemu.sh"), "--arch", self.arch, "--kernel", image,
+               "--results", results, *self.run_args]
+        cmd += ["--repeat", str(repeat)] if repeat else ["--max-runs", str(max_runs)]
+        p = subprocess.run(cmd + [repro])
+        try:
+            with open(os.path.join(results, "run.json")) as f:
+                rows = json.load(f).get("rows") or []
+        except (OSError, ValueError):
+            rows = []
+        rec = dict(rows[0]) if rows else {"decision": None, "counts": {}, "runs": 0,
+                                          "fails": 0, "trials": 0}
+        rec["code"] = p.returncode
+        return rec
+
+
+# --- the search ---
+
+@dataclasses.dataclass
+class Rate:
+    fails: int
+    trials: int
+    source: str
+
+    @property
+    def low(self):
+        return stats.rate_lower(self.fails, self.trials)
+
+
+def contradicted(rate_low, fails, trials):
+    """Are `fails` FAILs in `trials` runs on bug kernels too few for a FAIL
+    rate of at least rate_low? P(that few or fewer) < 5%."""
+    if trials <= 0 or rate_low <= 0:
+        return False
+    return 1 - stats.binom_tail(fails + 1, trials, rate_low) < 0.05
+
+
+class Bisect:
+    def __init__(self, tree, good, bad, repro, machinery, results, arch="x86_64",
+                 rate_mode="measure", calibrate=DEFAULT_CALIBRATE, miss=DEFAULT_MISS,
+                 floor=DEFAULT_FLOOR, max_runs=20, recorded=None, scratch=None):
+        self.tree, self.repro, self.m, self.results = tree, repro, machinery, results
+        self.arch, self.rate_mode, self.calibrate = arch, rate_mode, calibrate
+        self.miss, self.floor, self.max_runs = miss, floor, max_runs
+        self.recorded = recorded      # Rate of the reproducer's record (--rate recorded)
+        self.good_arg, self.bad_arg = good, bad
+        self.scratch = scratch or os.path.join(
+            cache(), "bisect", "tree-" + hashlib.sha256(os.path.realpath(tree).encode()).hexdigest()[:12])
+        self.steps, self.rate = [], None
+        self.replaced = False         # the record was contradicted (cross_check)
+        self.data = None
+
+    # -- set-up --
+
+    def resolve(self):
+        """The commits to search, oldest first (BAD last); raises UsageError."""
+        if not os.path.isdir(self.tree):
+            raise UsageError(f"--tree {self.tree}: not a directory")
+        if git(self.tree, "rev-parse", "--is-inside-work-tree", check=False).returncode and \
+                git(self.tree, "rev-parse", "--git-dir", check=False).returncode:
+            raise UsageError(f"--tree {self.tree}: not a git repository")
+        hashes = []
+        for what, c in (("--good", self.good_arg), ("--bad", self.bad_arg)):
+            p = git(self.tree, "rev-parse", "--verify", "-q", c + "^{commit}", check=False)
+            if p.returncode:
+                raise UsageError(f"{what} {c}: no such commit in {self.tree}")
+            hashes.append(p.stdout.strip())
+        self.good, self.bad = hashes
+        if self.good == self.bad or git(self.tree, "merge-base", "--is-ancestor", self.good, self.bad,
+                                        check=False).returncode:
+            raise UsageError(f"--good {self.good_arg} is not an ancestor of --bad {self.bad_arg}")
+        line = git(self.tree, "rev-list", "--first-parent", "--reverse", self.bad, "^" + self.good).split()
+        if not line or line[-1] != self.bad:
+            raise UsageError(f"no commit between --good {self.good_arg} and --bad {self.bad_arg}")
+        return line
+
+    def subject(self, c):
+        return git(self.tree, "log", "-1", "--format=%s", c)
+
+    def prepare_scratch(self):
+        """A clone sharing the tree's objects: every commit of the tree is
+        there, now and later, and the tree's checkout is never touched."""
+        if not os.path.isdir(os.path.join(self.scratch, ".git")):
+            if os.path.exists(self.scratch):
+                shutil.rmtree(self.scratch)
+            os.makedirs(os.path.dirname(self.scratch), exist_ok=True)
+            git(os.path.dirname(self.scratch), "clone", "-q", "--shared", "--no-checkout",
+                os.path.realpath(self.tree), self.scratch)
+
+    def checkout(self, commit):
+        git(self.scratch, "revert", "--quit", check=False)
+        git(self.scratch, "checkout", "-q", "-f", "--detach", commit)
+        git(self.scratch, "clean", "-q", "-f", "-d")
+
+    # -- one step --
+
+    def step(self, role, commit, label=None, repeat=None, prepared=False):
+        """Build commit (checked out unless prepared) and decide it: a step
+        record with verdict bad, good or skip."""
+        n = len(self.steps) + 1
+        st = {"n": n, "role": role, "commit": commit, "subject": self.subject(commit),
+              "build_seconds": None, "build": None, "text": None, "rows": [], "runs": 0,
+              "fails": 0, "trials": 0, "clean": 0, "verdict": "skip", "why": "", "miss": None,
+              "confidence": None}
+        self.steps.append(st)
+        label = label or commit[:12]
+        log(f"step {n} ({role}): {commit[:12]} {st['subject']}")
+        if not prepared:
+            self.checkout(commit)
+        image = os.path.join(self.results, "kernels", f"{arches.image_name(self.arch)}-{self.arch}-{label}")
+        b = self.m.build(self.scratch, image)
+        st.update(build_seconds=b.seconds, build="ok" if b.ok else "failed", text=b.text)
+        if not b.ok:
+            st["why"] = f"does not build: {b.why}"
+            self.save()
+            return st
+        try:
+            self.decide(st, b.image, repeat)
+        finally:
+            self.m.unlink_debug(b.image)
+        self.save()
+        return st
+
+    def wanted(self):
+        """Clean runs a good verdict needs for the target miss, at the cap at most."""
+        k = stats.clean_runs_needed(self.rate.low, self.miss) if self.rate else math.inf
+        return min(k, self.max_runs) if k != math.inf else self.max_runs
+
+    def decide(self, st, image, repeat):
+        want = repeat or self.wanted()
+        while len(st["rows"]) < MAX_ROWS:
+            d = os.path.join(self.results, f"step{st['n']:02d}-{st['role']}-{st['commit'][:12]}"
+                             + (f"-{len(st['rows']) + 1}" if st["rows"] else ""))
+            r = self.m.row(image, self.repro, d, repeat=repeat) if repeat else \
+                self.m.row(image, self.repro, d, max_runs=max(1, want - st["clean"]))
+            if r.get("code") in (USAGE, INTERRUPTED):
+                raise Stop(r["code"], "run-in-qemu.sh exited "
+                           + ("130: interrupted" if r["code"] == INTERRUPTED else
+                              "128 (krepro's own reproducers or guest image?); see its message above"))
+            counts = r.get("counts") or {}
+            st["rows"].append({"dir": os.path.relpath(d, self.results), "decision": r.get("decision"),
+                               "runs": r.get("runs", 0), "counts": counts, "cell": r.get("cell")})
+            st["runs"] += r.get("runs", 0)
+            st["fails"] += r.get("fails", 0)
+            st["trials"] += r.get("trials", 0)
+            if r.get("fails"):
+                st["verdict"] = "bad"
+                return
+            clean = counts.get("PASS", 0)
+            other = {o: c for o, c in counts.items() if o != "PASS"}
+            if other or r.get("decision") not in ("PASS", "UNDECIDED") or not clean:
+                st["why"] = (f"row {r.get('decision') or 'not decided'}"
+                             + (f" ({', '.join(f'{o} {c}' for o, c in other.items())})" if other else "")
+                             + (f": {r['why']}" if r.get("why") else ""))
+                return
+            st["clean"] += clean
+            if repeat or st["clean"] >= want:
+                break
+        if st["clean"] < want:
+            st["why"] = f"{st['clean']} clean runs of the {want} wanted in {len(st['rows'])} rows"
+            return
+        st["verdict"] = "good"
+
+    # -- the confidence --
+
+    def confidence(self):
+        """Product of 1 - miss over the good verdicts so far."""
+        c = 1.0
+        for st in self.steps:
+            if st["verdict"] == "good" and st["role"] in ("good", "bisect"):
+                st["miss"] = stats.miss(self.rate.low, st["clean"]) if self.rate.low > 0 else 1.0
+                c *= 1 - st["miss"]
+        return c
+
+    def cross_check(self, bad_commits):
+        """Every run on a commit the answer calls bad (the culprit and the
+        commits after it on the line; the revert is another tree) against
+        the rate in use. Returns a note when they contradict it; the rate is
+        then what those runs measure (kept up to date with later runs)."""
+        on_bad = [s for s in self.steps if s["commit"] in bad_commits and s["role"] != "revert"]
+        fails = sum(s["fails"] for s in on_bad)
+        trials = sum(s["trials"] for s in on_bad)
+        measured = Rate(fails, trials, f"measured here on the commits the answer calls bad: {fails}/{trials}")
+        if self.replaced:
+            self.rate = measured
+            return None
+        if not contradicted(self.rate.low, fails, trials):
+            return None
+        was, self.rate, self.replaced = self.rate, measured, True
+        return (f"the rate used ({was.source}, rate >= {stats.pct(was.low)}) is contradicted by the "
+                f"runs on the commits the answer calls bad ({fails} FAILs in {trials} runs): the "
+                f"confidence is recomputed with rate >= {stats.pct(self.rate.low)}")
+
+    # -- the whole bisection --
+
+    def run(self):
+        os.makedirs(self.results, exist_ok=True)
+        line = self.resolve()
+        self.data = {"format": 1, "tree": os.path.realpath(self.tree), "good": self.good, "bad": self.bad,
+                     "repro": self.repro, "arch": self.arch, "commits": len(line),
+                     "rate_mode": self.rate_mode, "miss": self.miss, "floor": self.floor,
+                     "max_runs": self.max_runs, "started": now(), "finished": None,
+                     "interrupted": False, "rate": None, "steps": self.steps, "skipped": [],
+                     "culprit": None, "confidence": None, "stopped": None, "notes": [], "exit": None}
+        log(f"{len(line)} commits on the first-parent line from {self.good[:12]} (good) to "
+            f"{self.bad[:12]} (bad): about {math.ceil(math.log2(len(line) + 1))} steps after BAD and GOOD")
+        self.prepare_scratch()
+        try:
+            code = self.search(line)
+        except Stop as e:
+            code = e.code
+            self.data["stopped"] = e.why
+            self.data["interrupted"] = code == INTERRUPTED
+        except KeyboardInterrupt:
+            code = INTERRUPTED
+            self.data.update(stopped="interrupted", interrupted=True)
+        self.data["exit"] = code
+        self.data["finished"] = now()
+        self.save()
+        self.summary()
+        return code
+
+    def search(self, line):
+        # BAD first: it must FAIL, and (--rate measure) it gives the rate.
+        if self.rate_mode == "measure":
+            st = self.step("bad", self.bad, repeat=self.calibrate)
+            if st["build"] == "ok" and st["fails"]:
+                self.rate = Rate(st["fails"], st["trials"], f"measured on BAD {self.bad[:12]}: "
+                                 f"{st['fails']}/{st['trials']} in {self.calibrate} guests")
+        else:
+            self.rate = self.recorded
+            st = self.step("bad", self.bad)
+        if st["verdict"] != "bad":
+            return self.undecided(f"BAD {self.bad[:12]} " + (st["why"] if st["verdict"] == "skip" else
+                                  f"did not FAIL in {st['runs']} runs"))
+        self.data["rate"] = self.rate_record()
+        log(f"FAIL rate: {self.rate.source} (rate >= {stats.pct(self.rate.low)} at 95%); a good step "
+            f"needs {self.wanted()} clean runs (miss <= {stats.pct_up(self.miss)} each"
+            + (", capped by --max-runs)" if self.wanted() == self.max_runs else ")"))
+        st = self.step("good", self.good)
+        if st["verdict"] == "bad":
+            return self.undecided(f"GOOD {self.good[:12]} FAILs too: the bug is older than GOOD")
+        if st["verdict"] == "skip":
+            self.data["notes"].append(f"GOOD {self.good[:12]} could not be judged ({st['why']}): "
+                                      "taken as good on your word, and not counted in the confidence")
+        st["confidence"] = self.confidence()
+        lo, hi, tried = -1, len(line) - 1, set()
+        while hi - lo > 1:
+            mid = self.pick(lo, hi, tried)
+            if mid is None:
+                break
+            tried.add(mid)
+            st = self.step("bisect", line[mid])
+            if st["verdict"] == "bad":
+                hi = mid
+            elif st["verdict"] == "good":
+                lo = mid
+            st["confidence"] = self.confidence()
+            log(f"step {st['n']}: {st['verdict']}" + (f" ({st['why']})" if st["why"] else "")
+                + f"; confidence so far {st['confidence']:.3f}")
+        self.data["skipped"] = [{"commit": s["commit"], "why": s["why"]} for s in self.steps
+                                if s["verdict"] == "skip" and s["role"] == "bisect"]
+        if hi - lo > 1:
+            left = line[lo + 1:hi + 1]
+            self.final_confidence(line[hi:])
+            return self.undecided(f"skipped commits leave {len(left)} candidates: "
+                                  + ", ".join(c[:12] for c in left), left)
+        culprit = line[hi]
+        parent = line[hi - 1] if hi > 0 else self.good
+        conf = self.final_confidence(line[hi:])
+        if conf < self.floor:
+            return self.below_floor(conf, culprit, parent)
+        self.check_culprit(culprit, parent)
+        # The culprit's second row is evidence about the rate too.
+        conf = self.final_confidence(line[hi:])
+        self.data["culprit"]["confidence"] = conf
+        if self.data["culprit"]["revert"]["verdict"] == "FAIL":
+            # One commit brought the bug in (the search's model), so this
+            # is not it: a good verdict on the way was a miss, or the bug
+            # has another cause too.
+            self.data["candidate"], self.data["culprit"] = self.data["culprit"], None
+            return self.undecided(f"BAD with {culprit[:12]} reverted still FAILs: it is not the commit "
+                                  "that brought the bug in, so a good verdict on the way was a miss "
+                                  "(or the bug has a second cause); the search ended there", [culprit])
+        if conf < self.floor:
+            self.data["candidate"], self.data["culprit"] = self.data["culprit"], None
+            return self.below_floor(conf, culprit, parent)
+        return self.verdict()
+
+    def final_confidence(self, bad_commits):
+        """The confidence over every good verdict, once the runs on the
+        commits the answer calls bad were checked against the rate."""
+        note = self.cross_check(set(bad_commits))
+        if note:
+            self.data["notes"].append(note)
+            log(note)
+        if self.replaced:
+            self.data["rate"] = self.rate_record()
+        conf = self.confidence()
+        self.data["confidence"] = conf
+        return conf
+
+    def below_floor(self, conf, culprit, parent):
+        worst = max((s for s in self.steps if s.get("miss") is not None and s["verdict"] == "good"
+                     and s["role"] in ("good", "bisect")), key=lambda s: s["miss"], default=None)
+        return self.undecided(
+            f"confidence {conf:.3f} is below the floor {self.floor}: the search ended at "
+            f"{culprit[:12]} (last good {parent[:12]}), but a good verdict may have been a miss"
+            + (f" (the weakest: step {worst['n']}, {worst['clean']} clean runs, miss "
+               f"{worst['miss']:.2f} at rate >= {stats.pct(self.rate.low)})" if worst else "")
+            + "; raise --max-runs, or measure the rate with more guests (--calibrate)",
+            [culprit])
+
+    def pick(self, lo, hi, tried):
+        """The untested commit of (lo, hi) nearest the middle, or None."""
+        mid = (lo + hi) // 2
+        cands = sorted((i for i in range(lo + 1, hi) if i not in tried), key=lambda i: (abs(i - mid), i))
+        return cands[0] if cands else None
+
+    def check_culprit(self, culprit, parent):
+        """The culprit FAILs again, BAD with it reverted PASSes; its kernel
+        text against its parent's; a merge."""
+        c = {"commit": culprit, "subject": self.subject(culprit), "parent": parent,
+             "confidence": None, "merge": False, "same_text": None, "refail": None,
+             "revert": None, "verified": False}
+        self.data["culprit"] = c
+        parents = git(self.tree, "rev-list", "--parents", "-n", "1", culprit).split()[1:]
+        c["merge"] = len(parents) > 1
+        texts = {s["commit"]: s["text"] for s in self.steps if s["text"]}
+        if culprit in texts and parent in texts:
+            c["same_text"] = texts[culprit] == texts[parent]
+        st = self.step("culprit", culprit)
+        c["refail"] = {"verdict": st["verdict"], "step": st["n"], "runs": st["runs"]}
+        c["revert"] = self.revert_check(culprit, c["merge"])
+        c["verified"] = st["verdict"] == "bad" and c["revert"]["verdict"] == "PASS"
+        flags = []
+        if c["same_text"]:
+            flags.append("its kernel .text is identical to its parent's: the change may not be in "
+                         "the code that runs (a config, data or build change), or a verdict was luck")
+        if c["merge"]:
+            flags.append("it is a merge: the bug came with the merged branch; bisect that branch next")
+        if st["verdict"] != "bad":
+            flags.append(f"unverified: the culprit did not FAIL again in {st['runs']} runs"
+                         + (f" ({st['why']})" if st["why"] else ""))
+        if c["revert"]["verdict"] != "PASS":
+            flags.append(f"unverified: {c['revert']['why']}")
+        c["flags"] = flags
+        self.save()
+
+    def verdict(self):
+        c = self.data["culprit"]
+        ok = c["verified"] and not c["same_text"]
+        self.data["stopped"] = "culprit named" + ("" if ok else ", with doubts (its flags)")
+        log(f"culprit {c['commit'][:12]} (\"{c['subject']}\"), confidence {c['confidence']:.3f}"
+            + "".join(f"; {f}" for f in c["flags"]))
+        return CLEAN if ok else REPRODUCED
+
+    def revert_check(self, culprit, merge):
+        """BAD with the culprit reverted must PASS at the bisection's miss
+        target; the culprit itself FAILed in the search (or is BAD)."""
+        self.checkout(self.bad)
+        p = git(self.scratch, "revert", "--no-commit", *(["-m", "1"] if merge else []), culprit, check=False)
+        if p.returncode:
+            said = (p.stderr or p.stdout).strip().splitlines() or ["git revert failed"]
+            git(self.scratch, "revert", "--abort", check=False)
+            return {"verdict": "not applied", "step": None,
+                    "why": f"the culprit does not revert cleanly on BAD ({said[-1]})"}
+        st = self.step("revert", self.bad, label=f"{self.bad[:12]}-revert-{culprit[:12]}", prepared=True)
+        git(self.scratch, "revert", "--quit", check=False)
+        if st["verdict"] == "good":
+            miss = stats.miss(self.rate.low, st["clean"]) if self.rate.low > 0 else 1.0
+            return {"verdict": "PASS", "why": f"BAD with the culprit reverted: {st['clean']} clean runs "
+                    f"(miss <= {stats.pct_up(miss)} at 95%)", "step": st["n"]}
+        if st["verdict"] == "bad":
+            return {"verdict": "FAIL", "why": "BAD with the culprit reverted still FAILs: the culprit "
+                    "is not the whole cause (or not the cause)", "step": st["n"]}
+        return {"verdict": "undecided", "why": f"the revert could not be judged ({st['why']})",
+                "step": st["n"]}
+
+    def undecided(self, why, candidates=None):
+        self.data["stopped"] = why
+        if candidates:
+            self.data["candidates"] = candidates
+        log(f"no culprit named: {why}")
+        return UNDECIDED
+
+    def rate_record(self):
+        r = self.rate
+        return {"fails": r.fails, "trials": r.trials, "low": r.low, "source": r.source,
+                "good_step_runs": self.wanted()}
+
+    # -- records --
+
+    def save(self):
+        if self.data is None:
+            return
+        path = os.path.join(self.results, "bisect.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(self.data, f, indent=1)
+        os.replace(path + ".tmp", path)
+
+    def summary(self):
+        text = render_summary(self.data)
+        with open(os.path.join(self.results, "summary.md"), "w") as f:
+            f.write(text)
+        print(text, end="")
+
+
+class Stop(Exception):
+    def __init__(self, code, why):
+        super().__init__(why)
+        self.code, self.why = code, why
+
+
+def now():
+    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def render_summary(d):
+    """summary.md's bisection section, from bisect.json alone."""
+    out = [f"## Bisection: {d['repro']} ({d['arch']})", ""]
+    out.append(f"{d['commits']} commits on the first-parent line, GOOD {d['good'][:12]} to BAD "
+               f"{d['bad'][:12]}; a good verdict's target miss {stats.pct_up(d['miss'])}, floor "
+               f"{d['floor']}, at most {d['max_runs']} guests a step.")
+    if d.get("rate"):
+        r = d["rate"]
+        out.append(f"FAIL rate: {r['source']} (rate >= {stats.pct(r['low'])} at 95%); a good step "
+                   f"wants {r['good_step_runs']} clean runs.")
+    out += ["", "| step | role | commit | subject | build s | rows | runs | verdict | miss | confidence |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for s in d["steps"]:
+        verdict = s["verdict"] + (f": {s['why']}" if s.get("why") else "")
+        rows = "; ".join(r.get("cell") or f"{r['decision']} in {r['runs']}" for r in s["rows"]) or "-"
+        out.append(f"| {s['n']} | {s['role']} | {s['commit'][:12]} | {s['subject'][:50]} | "
+                   f"{s['build_seconds'] if s['build_seconds'] is not None else '-'} | {rows} | "
+                   f"{s['runs']} (FAIL {s['fails']}, PASS {sum(r['counts'].get('PASS', 0) for r in s['rows'])})"
+                   f" | {verdict} | "
+                   f"{'-' if s.get('miss') is None else format(s['miss'], '.3f')} | "
+                   f"{'-' if s.get('confidence') is None else format(s['confidence'], '.3f')} |")
+    out.append("")
+    c = d.get("culprit")
+    if c:
+        out.append(f"**Culprit: {c['commit'][:12]} (\"{c['subject']}\")**, confidence "
+                   f"{c['confidence']:.3f} (at 95% for the rate); revert check: {c['revert']['verdict']}: "
+                   f"{c['revert']['why']}.")
+        for f in c.get("flags", []):
+            out.append(f"- flag: {f}")
+    else:
+        out.append(f"**No culprit named**: {d.get('stopped')}.")
+        cand = d.get("candidate")
+        if cand:
+            out.append(f"- the candidate's checks: culprit again {cand['refail']['verdict']}; revert "
+                       f"{cand['revert']['verdict']}: {cand['revert']['why']}")
+    if d.get("skipped"):
+        out.append("")
+        out.append("Skipped: " + "; ".join(f"{s['commit'][:12]} ({s['why']})" for s in d["skipped"]))
+    for n in d.get("notes", []):
+        out.append(f"- note: {n}")
+    out.append("")
+    out.append(f"Exit status {d.get('exit')}.")
+    return "\n".join(out) + "\n"
+
+
+# --- the command line ---
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def parse(argv):
+    p = Parser(prog="python3 -m krepro bisect", add_help=False, allow_abbrev=False)
+    p.add_argument("-h", "--help", action="store_true")
+    p.add_argument("--tree", default=".")
+    p.add_argument("--good")
+    p.add_argument("--bad")
+    p.add_argument("--arch", default=os.environ.get("KREPRO_ARCH") or "x86_64")
+    p.add_argument("--rate", choices=("measure", "recorded"), default="measure")
+    p.add_argument("--calibrate", type=bounded("--repeat"), default=DEFAULT_CALIBRATE)
+    p.add_argument("--miss", type=probability, default=DEFAULT_MISS)
+    p.add_argument("--floor", type=probability, default=DEFAULT_FLOOR)
+    p.add_argument("--max-runs", type=bounded("--max-runs"), default=20)
+    p.add_argument("--any-report", action="store_true")
+    p.add_argument("--timeout", type=bounded("--timeout"))
+    p.add_argument("--results")
+    p.add_argument("repro", nargs="*")
+    return p.parse_args(argv)
+
+
+def cost_note():
+    """The cold build's and a step's cost, as docs/performance.md records them."""
+    found = []
+    for name, what in (("2026-12-03-tree-cold-build.json", "a cold --tree build"),
+                       ("2026-12-03-bisect-step-build.json", "a bisect step's build")):
+        try:
+            with open(os.path.join(TOP, "bench", "records", name)) as f:
+                rec = json.load(f)
+            found.append(f"{what} took {rec['figures']['seconds']} on {rec['date']}")
+        except (OSError, ValueError, KeyError):
+            pass
+    return ("the first step builds the tree from scratch in its own object directory, the "
+            "largest cost on 2 cores" + (f" ({'; '.join(found)}: docs/performance.md)" if found else
+                                         " (docs/performance.md has the measured figures)"))
+
+
+def main(argv):
+    try:
+        o = parse(argv)
+        if o.help:
+            print(HELP.format(calibrate=DEFAULT_CALIBRATE, miss=DEFAULT_MISS, floor=DEFAULT_FLOOR), end="")
+            return CLEAN
+        return start(o)
+    except UsageError as e:
+        print(f"krepro: bisect: {e} (see --help)", file=sys.stderr)
+        return USAGE
+
+
+def start(o):
+    from . import meta as metamod, rates
+    if not o.good or not o.bad:
+        raise UsageError("--good and --bad are both needed")
+    if len(o.repro) != 1:
+        raise UsageError(f"one reproducer, not {len(o.repro)}")
+    if o.arch not in arches.ARCHES:
+        raise UsageError(f"--arch is one of: {' '.join(arches.ARCHES)}, not '{o.arch}'")
+    err = metamod.check_names(metamod.sources(), o.arch, o.repro)
+    if err:
+        raise UsageError(err)
+    recorded = None
+    if o.rate == "recorded":
+        rec, note = rates.lookup(o.repro[0], o.arch, None, accel="tcg")
+        if rec is None:
+            raise UsageError(f"--rate recorded: {note}; use --rate measure")
+        recorded = Rate(rec["fails"], rec["runs"], rates.describe(rec))
+    results = os.path.realpath(o.results) if o.results else os.path.join(
+        TOP, "results", "bisect-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    if os.path.exists(os.path.join(results, "bisect.json")):
+        raise UsageError(f"--results {results} holds a bisection already (bisect.json): give a new directory")
+    run_args = ["--any-report"] if o.any_report else []
+    if o.timeout:
+        run_args += ["--timeout", str(o.timeout)]
+    b = Bisect(o.tree, o.good, o.bad, o.repro[0], Machinery(o.arch, run_args), results,
+               arch=o.arch, rate_mode=o.rate, calibrate=o.calibrate, miss=o.miss, floor=o.floor,
+               max_runs=o.max_runs, recorded=recorded)
+    b.resolve()     # bad input before anything is built
+    log(cost_note())
+    log(f"results: {results}")
+    return b.run()
