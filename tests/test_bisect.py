@@ -297,6 +297,23 @@ class Bisecting(unittest.TestCase):
         self.assertIn("older than GOOD", rec["stopped"])
 
 
+    def test_interrupted_row_stops_the_bisection(self):
+        h = History(self.tmp, extra={7: [("add", "bug")]})
+        m = FakeMachinery(1.0, seed=10)
+        real_row = m.row
+
+        def row(image, repro, results, max_runs=None, repeat=None):
+            if m.guests >= 12:
+                return {"decision": None, "counts": {}, "runs": 0, "fails": 0, "trials": 0, "code": 130}
+            return real_row(image, repro, results, max_runs, repeat)
+        m.row = row
+        code, rec = self.bisect(h, m)
+        self.assertEqual(code, 130)
+        self.assertTrue(rec["interrupted"])
+        self.assertIsNone(rec["culprit"])
+        self.assertGreaterEqual(len(rec["steps"]), 2)
+
+
 class Glue(unittest.TestCase):
     def test_usage_errors_build_nothing(self):
         tmp = tempfile.mkdtemp()
@@ -344,6 +361,53 @@ class Glue(unittest.TestCase):
             self.assertNotEqual(a, c)
             self.assertIsNone(bisect.text_sha256(os.path.join(tmp, "missing")))
         finally:
+            shutil.rmtree(tmp)
+
+    def test_real_build_installs_image_config_and_text(self):
+        """Machinery.build() with a stand-in for kernels.sh build-tree: the
+        image and .config copied beside the results, the vmlinux linked then
+        unlinked, the .text hashed; a failed build is a Build that says so."""
+        if not shutil.which("gcc") or not shutil.which("objcopy"):
+            self.skipTest("no gcc or objcopy")
+        tmp = tempfile.mkdtemp()
+        saved = bisect.SCRIPTS
+        try:
+            obj = os.path.join(tmp, "obj")
+            os.makedirs(os.path.join(obj, "arch", "x86", "boot"))
+            with open(os.path.join(obj, "arch", "x86", "boot", "bzImage"), "w") as f:
+                f.write("image")
+            with open(os.path.join(obj, ".config"), "w") as f:
+                f.write("CONFIG_KASAN=y\n")
+            with open(os.path.join(tmp, "v.c"), "w") as f:
+                f.write("int f(int x) { return x + 1; }\n")
+            subprocess.run(["gcc", "-c", "-o", os.path.join(obj, "vmlinux"), os.path.join(tmp, "v.c")],
+                           check=True)
+            scripts = os.path.join(tmp, "scripts")
+            os.makedirs(scripts)
+            fake = os.path.join(scripts, "kernels.sh")
+            with open(fake, "w") as f:
+                f.write(f"#!/bin/sh\n[ \"$1 $2\" = \"build-tree {tmp}/tree\" ] || exit 125\n"
+                        f"echo 'krepro: built' >&2\necho {obj}/arch/x86/boot/bzImage\n")
+            os.chmod(fake, 0o755)
+            bisect.SCRIPTS = scripts
+            m = bisect.Machinery("x86_64")
+            image = os.path.join(tmp, "results", "kernels", "bzImage-x86_64-abc")
+            b = m.build(os.path.join(tmp, "tree"), image)
+            self.assertTrue(b.ok)
+            self.assertEqual(b.image, image)
+            with open(image) as f:
+                self.assertEqual(f.read(), "image")
+            with open(image + ".config") as f:
+                self.assertEqual(f.read(), "CONFIG_KASAN=y\n")
+            self.assertEqual(os.readlink(image + ".vmlinux"), os.path.join(obj, "vmlinux"))
+            self.assertEqual(b.text, bisect.text_sha256(os.path.join(obj, "vmlinux")))
+            m.unlink_debug(image)
+            self.assertFalse(os.path.lexists(image + ".vmlinux"))
+            b = m.build(os.path.join(tmp, "other"), image + "2")
+            self.assertFalse(b.ok)
+            self.assertIn("exited 125", b.why)
+        finally:
+            bisect.SCRIPTS = saved
             shutil.rmtree(tmp)
 
     def test_real_row_through_run_in_qemu(self):
