@@ -335,6 +335,15 @@ class Glue(unittest.TestCase):
                     self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
                     self.assertTrue(p.stderr.startswith("krepro: bisect: "), p.stderr)
             self.assertFalse(os.path.exists(os.path.join(tmp, "bisect")))
+            p = subprocess.run([sys.executable, "-m", "krepro", "bisect", "--tree", h.dir, "--dry-run",
+                                "--results", os.path.join(tmp, "res"),
+                                "--good", h.commits[0], "--bad", h.commits[2], "xfs-nowait-dio"],
+                               env=env, capture_output=True, text=True, cwd=tmp)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("2 commits on the first-parent line", p.stdout)
+            self.assertIn("nothing is built or booted", p.stdout)
+            self.assertFalse(os.path.exists(os.path.join(tmp, "bisect")))
+            self.assertFalse(os.path.exists(os.path.join(tmp, "res")))
             p = subprocess.run([sys.executable, "-m", "krepro", "help", "bisect"], env=env,
                                capture_output=True, text=True)
             self.assertEqual(p.returncode, 0)

@@ -79,6 +79,8 @@ Options:
   --timeout SEC     wall-clock limit per guest (run-in-qemu.sh --timeout)
   --results DIR     where bisect.json, summary.md and each row's run go
                     (default results/bisect-<time>; one holding bisect.json is refused)
+  --dry-run         check everything, then say what would be built and booted;
+                    builds and boots nothing
 
 The confidence is the chance that no good verdict on the way was a miss:
 the product over good steps (GOOD's check included) of 1 - (1 - p)^c, c the
@@ -671,6 +673,7 @@ def parse(argv):
     p.add_argument("--any-report", action="store_true")
     p.add_argument("--timeout", type=bounded("--timeout"))
     p.add_argument("--results")
+    p.add_argument("--dry-run", action="store_true")
     p.add_argument("repro", nargs="*")
     return p.parse_args(argv)
 
@@ -689,6 +692,25 @@ def cost_note():
     return ("the first step builds the tree from scratch in its own object directory, the "
             "largest cost on 2 cores" + (f" ({'; '.join(found)}: docs/performance.md)" if found else
                                          " (docs/performance.md has the measured figures)"))
+
+
+def dry_run(b, line):
+    """What the bisection would build and boot; builds and boots nothing."""
+    steps = math.ceil(math.log2(len(line) + 1))
+    print("krepro: bisect: dry run: nothing is built or booted")
+    print(f"{len(line)} commits on the first-parent line of {os.path.realpath(b.tree)} from "
+          f"{b.good[:12]} (good) to {b.bad[:12]} (bad)")
+    print(f"builds: BAD, GOOD, about {steps} search steps (more where commits are skipped), "
+          f"the culprit again and BAD with it reverted: about {steps + 4}, in {b.scratch}")
+    if b.rate_mode == "measure":
+        print(f"rate: measured on BAD first with {b.calibrate} guests; a good step's clean runs "
+              f"follow from it (at most {b.max_runs})")
+    else:
+        b.rate = b.recorded
+        print(f"rate: {b.recorded.source} (rate >= {stats.pct(b.recorded.low)} at 95%): a good step "
+              f"needs {b.wanted()} clean runs, a bad one stops at its first FAIL")
+    print(f"cost: {cost_note()}")
+    return CLEAN
 
 
 def main(argv):
@@ -730,7 +752,9 @@ def start(o):
     b = Bisect(o.tree, o.good, o.bad, o.repro[0], Machinery(o.arch, run_args), results,
                arch=o.arch, rate_mode=o.rate, calibrate=o.calibrate, miss=o.miss, floor=o.floor,
                max_runs=o.max_runs, recorded=recorded)
-    b.resolve()     # bad input before anything is built
+    line = b.resolve()     # bad input before anything is built
+    if o.dry_run:
+        return dry_run(b, line)
     log(cost_note())
     log(f"results: {results}")
     return b.run()
