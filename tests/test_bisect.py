@@ -278,13 +278,15 @@ class Bisecting(unittest.TestCase):
         self.assertLess(rec["confidence"], 0.66)
 
     def test_rows_stopping_early_are_topped_up(self):
-        # A row whose record applies stops clean after 2 runs; the driver wants 4.
+        # A row whose record applies stops clean after 2 runs (or 1); the driver wants 4.
         h = History(self.tmp, extra={7: [("add", "bug")]})
-        code, rec = self.bisect(h, FakeMachinery(1.0, seed=8, record_clean=2))
-        self.assertEqual(code, 0, rec["stopped"])
-        for s in rec["steps"]:
-            if s["verdict"] == "good":
-                self.assertEqual((s["clean"], len(s["rows"])), (4, 2))
+        for record_clean, rows in ((2, 2), (1, 4)):
+            code, rec = self.bisect(h, FakeMachinery(1.0, seed=8, record_clean=record_clean))
+            self.assertEqual(code, 0, rec["stopped"])
+            goods = [s for s in rec["steps"] if s["verdict"] == "good"]
+            self.assertTrue(goods)
+            for s in goods:
+                self.assertEqual((s["clean"], len(s["rows"])), (4, rows))
 
     def test_bad_that_does_not_fail_and_good_that_fails(self):
         h = History(self.tmp, extra={7: [("add", "bug")]})

@@ -42,9 +42,6 @@ from .protocol import CLEAN, DEFAULT_MISS, INTERRUPTED, REPRODUCED, UNDECIDED, U
 
 DEFAULT_FLOOR = 0.66
 DEFAULT_CALIBRATE = 10
-# Rows a step may take to reach its clean runs (a row whose record applies
-# stops clean sooner than the driver asks; the next row runs the rest).
-MAX_ROWS = 3
 
 HELP = """\
 usage: python3 -m krepro bisect --good G --bad B [options] REPRO
@@ -317,8 +314,11 @@ class Bisect:
         return min(k, self.max_runs) if k != math.inf else self.max_runs
 
     def decide(self, st, image, repeat):
+        # A probe row whose record applies stops clean sooner than the driver
+        # may want (its rate can be lower than the record's): the next row
+        # runs the rest. Every row adds a clean run or ends the step.
         want = repeat or self.wanted()
-        while len(st["rows"]) < MAX_ROWS:
+        while True:
             d = os.path.join(self.results, f"step{st['n']:02d}-{st['role']}-{st['commit'][:12]}"
                              + (f"-{len(st['rows']) + 1}" if st["rows"] else ""))
             r = self.m.row(image, self.repro, d, repeat=repeat) if repeat else \
@@ -346,9 +346,6 @@ class Bisect:
             st["clean"] += clean
             if repeat or st["clean"] >= want:
                 break
-        if st["clean"] < want:
-            st["why"] = f"{st['clean']} clean runs of the {want} wanted in {len(st['rows'])} rows"
-            return
         st["verdict"] = "good"
 
     # -- the confidence --
