@@ -149,7 +149,7 @@ class Bisecting(unittest.TestCase):
         self.assertEqual(rec["rate"]["good_step_runs"], 4)            # rate >= 74%: 4 clean runs
         self.assertGreaterEqual(rec["confidence"], 0.95)
         self.assertEqual(rec["culprit"]["revert"]["verdict"], "PASS")
-        self.assertEqual(rec["culprit"]["refail"]["verdict"], "bad")
+        self.assertEqual((rec["culprit"]["refail"]["verdict"], rec["culprit"]["refail"]["fails"]), ("FAIL", 3))
         self.assertFalse(rec["culprit"]["same_text"])
         self.assertFalse(rec["culprit"]["merge"])
         roles = [s["role"] for s in rec["steps"]]

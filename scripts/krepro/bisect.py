@@ -42,6 +42,8 @@ from .protocol import CLEAN, DEFAULT_MISS, INTERRUPTED, REPRODUCED, UNDECIDED, U
 
 DEFAULT_FLOOR = 0.66
 DEFAULT_CALIBRATE = 10
+# FAILs the culprit must show again (KernelCI asked three of a culprit).
+REFAILS = 3
 
 HELP = """\
 usage: python3 -m krepro bisect --good G --bad B [options] REPRO
@@ -84,16 +86,17 @@ the product over good steps (GOOD's check included) of 1 - (1 - p)^c, c the
 step's clean runs, p the rate's 95% lower bound (so it holds at 95%). A step
 that does not build, or whose row is BROKEN, SKIP, HANG, OTHER or undecided
 with anything but clean runs, is skipped and listed. The culprit is then
-checked: it must FAIL again, and BAD with it reverted (git revert --no-commit)
-must PASS with a good step's clean runs; a kernel whose .text is identical to
+checked: it must FAIL 3 more times within a step's cap (KernelCI asked three),
+and BAD with it reverted (git revert --no-commit) must PASS with a good step's
+clean runs; a kernel whose .text is identical to
 its parent's, and a merge, are flagged. Every run on the commits the answer
 calls bad is checked against the rate: too few FAILs for it (under 5% chance)
 replace it with what those runs measured, and the confidence is taken again.
 
-Exit status: 0 a culprit named (confidence >= floor) that FAILs again, whose
-revert PASSes and whose text differs from its parent's; 1 a culprit named, but
-unverified (it did not FAIL again; the revert does not apply, build or decide)
-or its text identical to its parent's; 125 no culprit named: the confidence
+Exit status: 0 a culprit named (confidence >= floor) that FAILs 3 times again,
+whose revert PASSes and whose text differs from its parent's; 1 a culprit
+named, but unverified (fewer FAILs again; the revert does not apply, build or
+decide) or its text identical to its parent's; 125 no culprit named: the confidence
 is below the floor, BAD does not FAIL or build, GOOD FAILs, the revert still
 FAILs, or skipped commits leave more than one candidate (it says where it
 stopped and why); 128 usage error (one line on stderr), or krepro's own
@@ -281,7 +284,7 @@ class Bisect:
 
     # -- one step --
 
-    def step(self, role, commit, label=None, repeat=None, prepared=False):
+    def step(self, role, commit, label=None, repeat=None, prepared=False, again=False):
         """Build commit (checked out unless prepared) and decide it: a step
         record with verdict bad, good or skip."""
         n = len(self.steps) + 1
@@ -302,7 +305,10 @@ class Bisect:
             self.save()
             return st
         try:
-            self.decide(st, b.image, repeat)
+            if again:
+                self.refail(st, b.image)
+            else:
+                self.decide(st, b.image, repeat)
         finally:
             self.m.unlink_debug(b.image)
         self.save()
@@ -313,40 +319,66 @@ class Bisect:
         k = stats.clean_runs_needed(self.rate.low, self.miss) if self.rate else math.inf
         return min(k, self.max_runs) if k != math.inf else self.max_runs
 
+    def row(self, st, image, **kw):
+        """One more row of step st: its record added to the step's."""
+        d = os.path.join(self.results, f"step{st['n']:02d}-{st['role']}-{st['commit'][:12]}"
+                         + (f"-{len(st['rows']) + 1}" if st["rows"] else ""))
+        r = self.m.row(image, self.repro, d, **kw)
+        if r.get("code") in (USAGE, INTERRUPTED):
+            raise Stop(r["code"], "run-in-qemu.sh exited "
+                       + ("130: interrupted" if r["code"] == INTERRUPTED else
+                          "128 (krepro's own reproducers or guest image?); see its message above"))
+        r.setdefault("counts", {})
+        st["rows"].append({"dir": os.path.relpath(d, self.results), "decision": r.get("decision"),
+                           "runs": r.get("runs", 0), "counts": r["counts"], "cell": r.get("cell")})
+        st["runs"] += r.get("runs", 0)
+        st["fails"] += r.get("fails", 0)
+        st["trials"] += r.get("trials", 0)
+        return r
+
+    @staticmethod
+    def unjudged(r):
+        """Why a row without a FAIL says nothing clean, or None: it ended
+        BROKEN, SKIP, HANG or OTHER, or had such runs, or no clean one."""
+        other = {o: c for o, c in r["counts"].items() if o != "PASS"}
+        if not other and r.get("decision") in ("PASS", "UNDECIDED") and r["counts"].get("PASS"):
+            return None
+        return (f"row {r.get('decision') or 'not decided'}"
+                + (f" ({', '.join(f'{o} {c}' for o, c in other.items())})" if other else "")
+                + (f": {r['why']}" if r.get("why") else ""))
+
     def decide(self, st, image, repeat):
         # A probe row whose record applies stops clean sooner than the driver
         # may want (its rate can be lower than the record's): the next row
         # runs the rest. Every row adds a clean run or ends the step.
         want = repeat or self.wanted()
         while True:
-            d = os.path.join(self.results, f"step{st['n']:02d}-{st['role']}-{st['commit'][:12]}"
-                             + (f"-{len(st['rows']) + 1}" if st["rows"] else ""))
-            r = self.m.row(image, self.repro, d, repeat=repeat) if repeat else \
-                self.m.row(image, self.repro, d, max_runs=max(1, want - st["clean"]))
-            if r.get("code") in (USAGE, INTERRUPTED):
-                raise Stop(r["code"], "run-in-qemu.sh exited "
-                           + ("130: interrupted" if r["code"] == INTERRUPTED else
-                              "128 (krepro's own reproducers or guest image?); see its message above"))
-            counts = r.get("counts") or {}
-            st["rows"].append({"dir": os.path.relpath(d, self.results), "decision": r.get("decision"),
-                               "runs": r.get("runs", 0), "counts": counts, "cell": r.get("cell")})
-            st["runs"] += r.get("runs", 0)
-            st["fails"] += r.get("fails", 0)
-            st["trials"] += r.get("trials", 0)
+            r = self.row(st, image, repeat=repeat) if repeat else \
+                self.row(st, image, max_runs=max(1, want - st["clean"]))
             if r.get("fails"):
                 st["verdict"] = "bad"
                 return
-            clean = counts.get("PASS", 0)
-            other = {o: c for o, c in counts.items() if o != "PASS"}
-            if other or r.get("decision") not in ("PASS", "UNDECIDED") or not clean:
-                st["why"] = (f"row {r.get('decision') or 'not decided'}"
-                             + (f" ({', '.join(f'{o} {c}' for o, c in other.items())})" if other else "")
-                             + (f": {r['why']}" if r.get("why") else ""))
+            st["why"] = self.unjudged(r) or ""
+            if st["why"]:
                 return
-            st["clean"] += clean
+            st["clean"] += r["counts"]["PASS"]
             if repeat or st["clean"] >= want:
                 break
         st["verdict"] = "good"
+
+    def refail(self, st, image):
+        """The culprit again: rows until it has FAILed REFAILS times, within
+        the step's cap. Their runs are a sample of the true rate for the
+        check of the rate, larger than one row's."""
+        while st["fails"] < REFAILS and st["runs"] < self.max_runs:
+            r = self.row(st, image, max_runs=self.max_runs - st["runs"])
+            if not r.get("fails"):
+                st["why"] = self.unjudged(r) or f"no FAIL in {r.get('runs', 0)} more runs"
+                break
+        st["verdict"] = "bad" if st["fails"] else "skip"
+        if st["fails"] and st["fails"] < REFAILS:
+            st["why"] = f"{st['fails']} FAILs in {st['runs']} runs, {REFAILS} wanted" + \
+                (f" ({st['why']})" if st["why"] else "")
 
     # -- the confidence --
 
@@ -505,7 +537,7 @@ class Bisect:
         return cands[0] if cands else None
 
     def check_culprit(self, culprit, parent):
-        """The culprit FAILs again, BAD with it reverted PASSes; its kernel
+        """The culprit FAILs REFAILS times again, BAD with it reverted PASSes; its kernel
         text against its parent's; a merge."""
         c = {"commit": culprit, "subject": self.subject(culprit), "parent": parent,
              "confidence": None, "merge": False, "same_text": None, "refail": None,
@@ -516,19 +548,20 @@ class Bisect:
         texts = {s["commit"]: s["text"] for s in self.steps if s["text"]}
         if culprit in texts and parent in texts:
             c["same_text"] = texts[culprit] == texts[parent]
-        st = self.step("culprit", culprit)
-        c["refail"] = {"verdict": st["verdict"], "step": st["n"], "runs": st["runs"]}
+        st = self.step("culprit", culprit, again=True)
+        c["refail"] = {"fails": st["fails"], "runs": st["runs"], "step": st["n"],
+                       "verdict": "FAIL" if st["fails"] >= REFAILS else "not enough FAILs"}
         c["revert"] = self.revert_check(culprit, c["merge"])
-        c["verified"] = st["verdict"] == "bad" and c["revert"]["verdict"] == "PASS"
+        c["verified"] = st["fails"] >= REFAILS and c["revert"]["verdict"] == "PASS"
         flags = []
         if c["same_text"]:
             flags.append("its kernel .text is identical to its parent's: the change may not be in "
                          "the code that runs (a config, data or build change), or a verdict was luck")
         if c["merge"]:
             flags.append("it is a merge: the bug came with the merged branch; bisect that branch next")
-        if st["verdict"] != "bad":
-            flags.append(f"unverified: the culprit did not FAIL again in {st['runs']} runs"
-                         + (f" ({st['why']})" if st["why"] else ""))
+        if st["fails"] < REFAILS:
+            flags.append(f"unverified: the culprit FAILed {st['fails']} times in {st['runs']} runs "
+                         f"of its check, {REFAILS} wanted" + (f" ({st['why']})" if st["why"] else ""))
         if c["revert"]["verdict"] != "PASS":
             flags.append(f"unverified: {c['revert']['why']}")
         c["flags"] = flags
