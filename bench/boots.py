@@ -2,7 +2,8 @@
 """Boot a kernel N times with no reproducer and say how each boot went.
 
 usage: bench/boots.py [--arch A] [--kernel unpatched|patched|PATH] [--append ARGS]
-                      [--initrd IMAGE] [--runs N] [--record FILE] [--keep-logs DIR]
+                      [--without WORD]... [--load TEXT] [--initrd IMAGE] [--runs N]
+                      [--record FILE] [--keep-logs DIR]
 
 Each guest runs krepro's guest image with nothing to run: init reports
 "krepro-init: started" with its uptime, then powers off. Per boot it notes
@@ -12,11 +13,11 @@ Prints a line a boot and a summary (boots, failures, boot-to-init median and
 worst); --record writes the same as a JSON record for bench/records/. Asserts
 nothing. One guest at a time; never beside a kernel build.
 """
-import argparse
 import datetime
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -27,17 +28,29 @@ import time
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 from krepro import guest, kernels, paths, reports  # noqa: E402
+from krepro.usage import Parser  # noqa: E402
 
 
-def one_boot(arch, image, initrd, append, logdir):
-    cmdline = guest.kernel_cmdline(arch, "", append)
+RUN_INIT = re.compile(r"^\[ *([0-9.]+)\] Run /init as init process", re.M)
+# x86: the IO-APIC timer probe (check_timer()) found too few ticks and took
+# its fallback path, whose lines it prints even on a quiet console.
+TIMER_FALLBACK = re.compile(r"MP-BIOS bug: 8254 timer not connected|trying to set up timer")
+
+
+def one_boot(arch, image, initrd, append, without, logdir):
+    cmdline = " ".join(w for w in guest.kernel_cmdline(arch, "", append).split() if w not in without)
     argv = guest.qemu_argv(arch, "tcg", image, initrd, cmdline, guest.GUEST_CPUS, None)
     res = guest.boot(argv, logdir, 120)
     with open(os.path.join(logdir, "console.log"), errors="replace") as f:
         console = f.read()
     up = guest.boot_seconds(console)
     crashes = list(reports.crashes(console))
+    # With --append loglevel=7 the console has the kernel's "Run /init"
+    # line: what the init script takes before its first line is the rest.
+    run_init = RUN_INIT.search(console)
     return {"init": up is not None, "uptime_at_init": up,
+            "timer_fallback": bool(TIMER_FALLBACK.search(console)),
+            "init_script": round(up - float(run_init.group(1)), 3) if up is not None and run_init else None,
             "seconds": res.seconds, "qemu_status": res.status, "timed_out": res.timed_out,
             "report": crashes[0]["title"] if crashes else None}
 
@@ -45,17 +58,23 @@ def one_boot(arch, image, initrd, append, logdir):
 def summarize(o, argv, image, initrd, boots):
     ups = [b["uptime_at_init"] for b in boots if b["init"]]
     failed = [b for b in boots if not b["init"] or b["report"]]
+    scripts = [b["init_script"] for b in boots if b["init_script"] is not None]
     return {
         "date": datetime.date.today().isoformat(), "what": "boots to init, no reproducer",
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, QEMU TCG",
         "commit": paths.git_commit(), "arch": o.arch, "kernel": o.kernel,
-        "build": kernels.read_stamp(image), "append": o.append,
+        "build": kernels.read_stamp(image), "append": o.append, "without": o.without,
+        "load": o.load,
         "initrd": os.path.relpath(initrd, TOP) if initrd.startswith(TOP) else os.path.basename(initrd),
         "boots": len(boots),
-        "failed_boots": len(failed), "failures": sorted({b["report"] or "no init" for b in failed}),
+        "failed_boots": len(failed),
+        "timer_fallbacks": sum(b["timer_fallback"] for b in boots),
+        "failures": sorted({b["report"] or "no init" for b in failed}),
         "uptime_at_init_median": round(statistics.median(ups), 2) if ups else None,
         "uptime_at_init_max": max(ups) if ups else None,
+        "init_script_median": round(statistics.median(scripts), 3) if scripts else None,
         "wall_median": round(statistics.median(b["seconds"] for b in boots), 2) if boots else None,
+        "uptimes_at_init": [b["uptime_at_init"] for b in boots],
         "raw": "bench/boots.py " + " ".join(argv),
     }
 
@@ -69,10 +88,14 @@ def write(path, summary):
 
 
 def main(argv):
-    p = argparse.ArgumentParser(prog="bench/boots.py", allow_abbrev=False)
+    p = Parser(prog="bench/boots.py", allow_abbrev=False)
     p.add_argument("--arch", default="x86_64")
     p.add_argument("--kernel", default="unpatched")
     p.add_argument("--append", default="")
+    p.add_argument("--without", action="append", default=[],
+                   help="leave this word out of krepro's own kernel command line (a before/after series)")
+    p.add_argument("--load", default="none",
+                   help="what ran beside the guests, for the record (e.g. 'bench/with-load.sh 2')")
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--record")
     p.add_argument("--keep-logs")
@@ -91,12 +114,13 @@ def main(argv):
         for i in range(1, o.runs + 1):
             d = os.path.join(work, str(i))
             os.makedirs(d)
-            b = one_boot(o.arch, image, initrd, o.append, d)
+            b = one_boot(o.arch, image, initrd, o.append, o.without, d)
             boots.append(b)
             print(f"boot {i:>3}: {'init' if b['init'] else 'NO INIT'} "
                   f"{b['uptime_at_init'] if b['init'] else '-':>6} s uptime, {b['seconds']:5.1f} s wall"
+                  + (", timer fallback" if b["timer_fallback"] else "")
                   + (f", report: {b['report']}" if b["report"] else ""), flush=True)
-            if o.keep_logs and (not b["init"] or b["report"]):
+            if o.keep_logs and (not b["init"] or b["report"] or b["timer_fallback"]):
                 os.makedirs(o.keep_logs, exist_ok=True)
                 shutil.copy(os.path.join(d, "console.log"), os.path.join(o.keep_logs, f"boot-{i}.log"))
             shutil.rmtree(d)

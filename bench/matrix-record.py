@@ -12,7 +12,6 @@ machine, the krepro commit, the kernel builds, every guest's boot and total
 seconds, every row's guests. docs/performance.md's matrix table is made from
 such records (bench/perf-tables.py). Asserts nothing.
 """
-import argparse
 import datetime
 import json
 import os
@@ -25,6 +24,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 from krepro import guest  # noqa: E402
 from krepro.paths import read  # noqa: E402
+from krepro.usage import Parser  # noqa: E402
 
 
 def when(stamp):
@@ -79,7 +79,7 @@ def show(runs):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(prog="bench/matrix-record.py", description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--record")
     p.add_argument("--what", default="the matrix, warm kernels")
     p.add_argument("runs", nargs="+", metavar="LABEL=RESULTS_DIR")

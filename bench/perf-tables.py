@@ -70,10 +70,14 @@ def rewrite(text):
 
 
 def main():
+    args = sys.argv[1:]
+    if args not in ([], ["--check"]):
+        print(__doc__.strip(), file=sys.stderr)
+        return 128
     with open(DOC) as f:
         text = f.read()
     new = rewrite(text)
-    if "--check" in sys.argv[1:]:
+    if args:
         if new != text:
             print("docs/performance.md: a generated table is not what bench/records/ makes: "
                   "run bench/perf-tables.py", file=sys.stderr)

@@ -14,7 +14,6 @@ tally per reproducer and kernel, and rewrites those reproducers' README
 tables from their records (--readme alone does only that; the tables are
 checked against the records by tests/test_records.py). Asserts nothing.
 """
-import argparse
 import collections
 import json
 import os
@@ -23,6 +22,7 @@ import sys
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 from krepro import records  # noqa: E402
+from krepro.usage import Parser  # noqa: E402
 
 
 def compact(run, kernels, accel, date):
@@ -48,7 +48,7 @@ def main(argv):
             if os.path.isdir(os.path.join(TOP, "repro", r, "records")):
                 print(f"{os.path.relpath(records.update_readme(r), TOP)}: table rewritten")
         return 0
-    p = argparse.ArgumentParser(prog="bench/proof-record.py", allow_abbrev=False)
+    p = Parser(prog="bench/proof-record.py", allow_abbrev=False)
     p.add_argument("run_dir")
     p.add_argument("name")
     p.add_argument("--conditions", default="")

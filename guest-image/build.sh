@@ -88,7 +88,7 @@ esac
 # Rebuilt only when an input changed: our files, the reproducers, and the
 # versions of the Debian packages it copies from.
 inputs() {
-	sha256sum "$here/init" "$here/build.sh" "$list" "$busybox" "$bindir"/*
+	sha256sum "$here/init" "$here/fstab" "$here/build.sh" "$list" "$busybox" "$bindir"/*
 	dpkg-query -W -f='${Package} ${Version}\n' "${pkgs[@]}"
 }
 stamp=$(inputs | sha256sum | cut -d' ' -f1)
@@ -109,6 +109,7 @@ else
 	ln -s busybox "$stage/bin/sh"
 fi
 install -m 0755 "$here/init" "$stage/init"
+install -m 0644 "$here/fstab" "$stage/etc/fstab"
 
 # The host path of a userspace.list program (dies when it is missing).
 program_path() {

@@ -6,7 +6,7 @@
 #   kernels.sh build [FLAVOUR..] build the flavours that are missing or stale
 #   kernels.sh stale FLAVOUR     print "stale" when FLAVOUR needs a build
 #   kernels.sh stamp FLAVOUR     print the build stamp FLAVOUR's image will carry
-#   kernels.sh check-patches     every patch applies; bug+fix is a no-op (DESIGN.md)
+#   kernels.sh check-patches     every patch applies; bug+fix is a no-op
 #   kernels.sh check-series TREE BASE PATCH...
 #                                PATCHes apply in order on commit BASE of git TREE
 #                                (names the patch and hunk that does not; exit 128)
@@ -320,7 +320,7 @@ cmd_build() {
 	for f in "$@"; do build_flavour "$f"; done
 }
 
-# DESIGN.md: for every bug, pristine + context + window + bug + fix must equal
+# For every bug, pristine + context + window + bug + fix must equal
 # pristine + context + window in every file. Checked in git's object store with a
 # scratch index, so the work tree (and the build's mtimes) stay untouched.
 cmd_check_patches() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One guest run's outcome (DESIGN.md's table) from golden console logs and
+"""One guest run's outcome (docs/design-notes.md's table) from golden console logs and
 declared signatures; crash grouping; the gate's comparison from a run.json."""
 import json
 import os
@@ -179,28 +179,23 @@ class TraceFrames(unittest.TestCase):
                          ["kthread_stop", "vhci_shutdown_connection", "event_handler", "process_one_work"])
         # CONFIG_BACKTRACE_VERBOSE off: "func from caller+off/size" (as the
         # arm-kprobe-fortify README quotes its report).
-        log = ("kernel BUG at lib/string_helpers.c:1027!\n"
-               "Internal error: Oops - BUG: 0 [#1] SMP ARM\n"
-               "PC is at fortify_panic+0x14/0x18\nLR is at lr_fn+0x1/0x2\n"
-               "Call trace: \n fortify_panic from arch_unoptimize_kprobe+0x0/0x4\n"
-               "Code: e34820b0 e3023400 e34830a7 e5911010 (e7922101)\n")
+        bug = "kernel BUG at lib/string_helpers.c:1027!\nInternal error: Oops - BUG: 0 [#1] SMP ARM\n"
+        pc = "PC is at fortify_panic+0x14/0x18\nLR is at lr_fn+0x1/0x2\n"
+        entry = (" fortify_panic from arch_unoptimize_kprobe+0x0/0x4\n"
+                 "Code: e34820b0 e3023400 e34830a7 e5911010 (e7922101)\n")
+        log = bug + pc + "Call trace: \n" + entry
         self.assertEqual(trace_frames(log), ["fortify_panic", "arch_unoptimize_kprobe"])
         # 6.1's ARM unwinder (krepro's ARM kernels) prints no heading: the
         # Oops's stack dump, then the entries; a WARNING's dump_stack() has
         # no registers either.
-        oops = ("kernel BUG at lib/string_helpers.c:1027!\n"
-                "Internal error: Oops - BUG: 0 [#1] SMP ARM\n"
-                "Modules linked in:\n"
+        oops = (bug + "Modules linked in:\n"
                 "CPU: 0 PID: 77 Comm: arm-kprobe-fort Not tainted 6.1.192 #1\n"
-                "Hardware name: Generic DT based system\n"
-                "PC is at fortify_panic+0x14/0x18\nLR is at lr_fn+0x1/0x2\n"
+                "Hardware name: Generic DT based system\n" + pc +
                 "pc : [<c0a1b2c4>]    lr : [<c0a1b2c4>]    psr: 600f0013\n"
                 "Process arm-kprobe-fort (pid: 77, stack limit = 0x(ptrval))\n"
                 "Stack: (0xc1d3de58 to 0xc1d3e000)\n"
                 "de40:                                                       00000000 c1d3de70\n"
-                " fortify_panic from arch_unoptimize_kprobe+0x0/0x4\n"
-                "Code: e34820b0 e3023400 e34830a7 e5911010 (e7922101)\n"
-                "---[ end trace 0000000000000000 ]---\n")
+                + entry + "---[ end trace 0000000000000000 ]---\n")
         self.assertEqual(trace_frames(oops), ["fortify_panic", "arch_unoptimize_kprobe"])
         warn = ("WARNING: CPU: 0 PID: 1 at lib/x.c:1 warn_fn+0x1/0x2\n"
                 "Modules linked in:\n"

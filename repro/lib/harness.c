@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The krepro harness: owns main(). See krepro.h and DESIGN.md.
+ * The krepro harness: owns main(). See krepro.h and docs/design-notes.md.
  */
 #define _GNU_SOURCE
 #include "krepro.h"

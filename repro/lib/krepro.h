@@ -2,7 +2,7 @@
 /*
  * krepro harness: a reproducer declares itself in a struct krepro_test and the
  * harness owns main(): guest check, prerequisites, KTAP, kmsg mark and scan,
- * taint check, verdict and exit code (DESIGN.md).
+ * taint check, verdict and exit code (docs/design-notes.md, "Verdicts in the guest").
  *
  * The library is in layers, each using only the ones before it: clock.c (the
  * clock and waits on it; prints nothing), harness.c (main, verdicts, output,
@@ -27,7 +27,7 @@ struct krepro_case {
 };
 
 /*
- * A kernel report that means this bug (DESIGN.md): the host classifies every
+ * A kernel report that means this bug (docs/design-notes.md): the host classifies every
  * report on the guest console (repro/lib/kernel-reports.tsv) and counts one
  * as this bug only when it matches a signature; any other report is OTHER.
  */

@@ -6,6 +6,7 @@ import sys
 
 from . import gate as gatemod, render, reports
 from .protocol import CLEAN, INTERRUPTED, REPRODUCED, USAGE
+from .usage import Parser
 
 SUBCOMMANDS = ("run", "report", "gate", "classify", "bisect")
 
@@ -64,14 +65,6 @@ fields ("frames" a list of every function). No report: "no kernel report"
 
 Exit status: 0 no kernel report, 1 reports found, 128 CONSOLE unreadable.
 """
-
-
-class Parser(argparse.ArgumentParser):
-    """A subcommand's options: "krepro: SUB: message" and USAGE on an error."""
-
-    def error(self, message):
-        print(f"krepro: {self.prog.split()[-1]}: {message} (see --help)", file=sys.stderr)
-        sys.exit(USAGE)
 
 
 def parser(name, args, text):

@@ -1,5 +1,10 @@
 """run-in-qemu.sh --help: the text, its defaults filled in by cli.py
-(protocol.py states them)."""
+(protocol.py states them); the option parser of the subcommands and bench
+scripts, whose usage errors exit USAGE."""
+import argparse
+import sys
+
+from .protocol import USAGE
 
 HELP = """\
 Run krepro reproducers in QEMU guests and decide each row (one reproducer on
@@ -101,3 +106,12 @@ bisect skips the commit); 128 usage error or unreadable input (an unknown
 option or reproducer, an abbreviated option, a value out of range, a missing
 path): git bisect run stops instead of marking a commit bad; 130 interrupted.
 """
+
+
+class Parser(argparse.ArgumentParser):
+    """Options whose errors say "krepro: PROG: message" and exit USAGE (128:
+    git bisect run stops instead of marking a commit bad)."""
+
+    def error(self, message):
+        print(f"krepro: {self.prog.split()[-1]}: {message} (see --help)", file=sys.stderr)
+        sys.exit(USAGE)
