@@ -440,7 +440,22 @@ class Bisect:
         return code
 
     def search(self, line):
-        # BAD first: it must FAIL, and (--rate measure) it gives the rate.
+        """BAD must FAIL and GOOD must not; then the binary search over line,
+        and the checks of the culprit it ends at."""
+        why = self.check_bad() or self.check_good()
+        if why:
+            return self.undecided(why)
+        lo, hi = self.narrow(line)
+        if hi - lo > 1:
+            left = line[lo + 1:hi + 1]
+            self.final_confidence(line[hi:])
+            return self.undecided(f"skipped commits leave {len(left)} candidates: "
+                                  + ", ".join(c[:12] for c in left), left)
+        return self.answer(line, hi)
+
+    def check_bad(self):
+        """BAD first: it must FAIL, and (--rate measure) it gives the rate.
+        Why the search cannot go on, or None."""
         if self.rate_mode == "measure":
             st = self.step("bad", self.bad, repeat=self.calibrate)
             if st["build"] == "ok" and st["fails"]:
@@ -450,19 +465,30 @@ class Bisect:
             self.rate = self.recorded
             st = self.step("bad", self.bad)
         if st["verdict"] != "bad":
-            return self.undecided(f"BAD {self.bad[:12]} " + (st["why"] if st["verdict"] == "skip" else
-                                  f"did not FAIL in {st['runs']} runs"))
+            return f"BAD {self.bad[:12]} " + (st["why"] if st["verdict"] == "skip" else
+                                              f"did not FAIL in {st['runs']} runs")
         self.data["rate"] = self.rate_record()
         log(f"FAIL rate: {self.rate.source} (rate >= {stats.pct(self.rate.low)} at 95%); a good step "
             f"needs {self.wanted()} clean runs (miss <= {stats.pct_up(self.miss)} each"
             + (", capped by --max-runs)" if self.wanted() == self.max_runs else ")"))
+        return None
+
+    def check_good(self):
+        """GOOD must not FAIL; one that cannot be judged is taken on the
+        user's word. Why the search cannot go on, or None."""
         st = self.step("good", self.good)
         if st["verdict"] == "bad":
-            return self.undecided(f"GOOD {self.good[:12]} FAILs too: the bug is older than GOOD")
+            return f"GOOD {self.good[:12]} FAILs too: the bug is older than GOOD"
         if st["verdict"] == "skip":
             self.data["notes"].append(f"GOOD {self.good[:12]} could not be judged ({st['why']}): "
                                       "taken as good on your word, and not counted in the confidence")
         st["confidence"] = self.confidence()
+        return None
+
+    def narrow(self, line):
+        """The binary search: (lo, hi), the indexes in line of the last good
+        commit (-1: GOOD) and the first bad one; hi - lo > 1 when skipped
+        commits leave more than one candidate."""
         lo, hi, tried = -1, len(line) - 1, set()
         while hi - lo > 1:
             mid = self.pick(lo, hi, tried)
@@ -479,11 +505,11 @@ class Bisect:
                 + f"; confidence so far {st['confidence']:.3f}")
         self.data["skipped"] = [{"commit": s["commit"], "why": s["why"]} for s in self.steps
                                 if s["verdict"] == "skip" and s["role"] == "bisect"]
-        if hi - lo > 1:
-            left = line[lo + 1:hi + 1]
-            self.final_confidence(line[hi:])
-            return self.undecided(f"skipped commits leave {len(left)} candidates: "
-                                  + ", ".join(c[:12] for c in left), left)
+        return lo, hi
+
+    def answer(self, line, hi):
+        """line[hi] is the culprit if the confidence reaches the floor, and
+        again once its checks are done and their runs weighed."""
         culprit = line[hi]
         parent = line[hi - 1] if hi > 0 else self.good
         conf = self.final_confidence(line[hi:])
