@@ -21,7 +21,6 @@ runs a miss chance (1 - p)^c; the answer is right unless one of those good
 verdicts was a miss, so confidence = product of (1 - (1 - p)^c). A FAIL is
 the bug's own evidence and is taken as certain.
 """
-import argparse
 import dataclasses
 import datetime
 import hashlib
@@ -39,6 +38,7 @@ from . import arches, stats
 from .cli import bounded, probability
 from .paths import SCRIPTS, TOP, cache
 from .protocol import CLEAN, DEFAULT_MISS, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE
+from .usage import Parser, UsageError
 
 DEFAULT_FLOOR = 0.66
 DEFAULT_CALIBRATE = 10
@@ -103,10 +103,6 @@ stopped and why); 128 usage error (one line on stderr), or krepro's own
 reproducers or guest image not building; 130 interrupted. bisect.json and
 summary.md are written in every case but a usage error.
 """
-
-
-class UsageError(Exception):
-    pass
 
 
 def log(msg):
@@ -708,11 +704,6 @@ def render_summary(d):
 
 
 # --- the command line ---
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(message)
-
 
 def parse(argv):
     p = Parser(prog="python3 -m krepro bisect", add_help=False, allow_abbrev=False)
