@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-from . import arches, stats
+from . import arches, bisect_record as record, stats
 # The same ranges and words as run-in-qemu.sh's options.
 from .cli import bounded, probability
 from .paths import SCRIPTS, TOP, cache
@@ -414,7 +414,7 @@ class Bisect:
         self.data = {"format": 1, "tree": os.path.realpath(self.tree), "good": self.good, "bad": self.bad,
                      "repro": self.repro, "arch": self.arch, "commits": len(line),
                      "rate_mode": self.rate_mode, "miss": self.miss, "floor": self.floor,
-                     "max_runs": self.max_runs, "started": now(), "finished": None,
+                     "max_runs": self.max_runs, "started": record.now(), "finished": None,
                      "interrupted": False, "rate": None, "steps": self.steps, "skipped": [],
                      "culprit": None, "confidence": None, "stopped": None, "notes": [], "exit": None}
         log(f"{len(line)} commits on the first-parent line from {self.good[:12]} (good) to "
@@ -430,9 +430,9 @@ class Bisect:
             code = INTERRUPTED
             self.data.update(stopped="interrupted", interrupted=True)
         self.data["exit"] = code
-        self.data["finished"] = now()
+        self.data["finished"] = record.now()
         self.save()
-        self.summary()
+        record.write_summary(self.results, self.data)
         return code
 
     def search(self, line):
@@ -631,76 +631,15 @@ class Bisect:
         return {"fails": r.fails, "trials": r.trials, "low": r.low, "source": r.source,
                 "good_step_runs": self.wanted()}
 
-    # -- records --
-
     def save(self):
-        if self.data is None:
-            return
-        path = os.path.join(self.results, "bisect.json")
-        with open(path + ".tmp", "w") as f:
-            json.dump(self.data, f, indent=1)
-        os.replace(path + ".tmp", path)
-
-    def summary(self):
-        text = render_summary(self.data)
-        with open(os.path.join(self.results, "summary.md"), "w") as f:
-            f.write(text)
-        print(text, end="")
+        if self.data is not None:
+            record.save(self.results, self.data)
 
 
 class Stop(Exception):
     def __init__(self, code, why):
         super().__init__(why)
         self.code, self.why = code, why
-
-
-def now():
-    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-
-
-def render_summary(d):
-    """summary.md's bisection section, from bisect.json alone."""
-    out = [f"## Bisection: {d['repro']} ({d['arch']})", ""]
-    out.append(f"{d['commits']} commits on the first-parent line, GOOD {d['good'][:12]} to BAD "
-               f"{d['bad'][:12]}; a good verdict's target miss {stats.pct_up(d['miss'])}, floor "
-               f"{d['floor']}, at most {d['max_runs']} guests a step.")
-    if d.get("rate"):
-        r = d["rate"]
-        out.append(f"FAIL rate: {r['source']} (rate >= {stats.pct(r['low'])} at 95%); a good step "
-                   f"wants {r['good_step_runs']} clean runs.")
-    out += ["", "| step | role | commit | subject | build s | rows | runs | verdict | miss | confidence |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
-    for s in d["steps"]:
-        verdict = s["verdict"] + (f": {s['why']}" if s.get("why") else "")
-        rows = "; ".join(r.get("cell") or f"{r['decision']} in {r['runs']}" for r in s["rows"]) or "-"
-        out.append(f"| {s['n']} | {s['role']} | {s['commit'][:12]} | {s['subject'][:50]} | "
-                   f"{s['build_seconds'] if s['build_seconds'] is not None else '-'} | {rows} | "
-                   f"{s['runs']} (FAIL {s['fails']}, PASS {sum(r['counts'].get('PASS', 0) for r in s['rows'])})"
-                   f" | {verdict} | "
-                   f"{'-' if s.get('miss') is None else format(s['miss'], '.3f')} | "
-                   f"{'-' if s.get('confidence') is None else format(s['confidence'], '.3f')} |")
-    out.append("")
-    c = d.get("culprit")
-    if c:
-        out.append(f"**Culprit: {c['commit'][:12]} (\"{c['subject']}\")**, confidence "
-                   f"{c['confidence']:.3f} (at 95% for the rate); revert check: {c['revert']['verdict']}: "
-                   f"{c['revert']['why']}.")
-        for f in c.get("flags", []):
-            out.append(f"- flag: {f}")
-    else:
-        out.append(f"**No culprit named**: {d.get('stopped')}.")
-        cand = d.get("candidate")
-        if cand:
-            out.append(f"- the candidate's checks: culprit again {cand['refail']['verdict']}; revert "
-                       f"{cand['revert']['verdict']}: {cand['revert']['why']}")
-    if d.get("skipped"):
-        out.append("")
-        out.append("Skipped: " + "; ".join(f"{s['commit'][:12]} ({s['why']})" for s in d["skipped"]))
-    for n in d.get("notes", []):
-        out.append(f"- note: {n}")
-    out.append("")
-    out.append(f"Exit status {d.get('exit')}.")
-    return "\n".join(out) + "\n"
 
 
 # --- the command line ---
