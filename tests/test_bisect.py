@@ -22,14 +22,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 sys.path.insert(0, HERE)
-from krepro import bisect  # noqa: E402
+from krepro import bisect, bisect_machinery as machinery  # noqa: E402
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
 
 
 class FakeMachinery:
-    """bisect.Machinery's interface. record_clean: a row stops PASS after that
-    many clean runs (a probe row whose record applies), else it runs to its cap."""
+    """bisect_machinery.Machinery's interface. record_clean: a row stops PASS
+    after that many clean runs (a probe row whose record applies), else it
+    runs to its cap."""
 
     def __init__(self, p, seed, bug="bug", fix="fix", record_clean=None):
         self.p, self.bug, self.fix, self.record_clean = p, bug, fix, record_clean
@@ -40,12 +41,12 @@ class FakeMachinery:
         self.builds += 1
         markers = sorted(os.listdir(os.path.join(tree, "m")))
         if "BROKEN" in markers:
-            return bisect.Build(False, seconds=0.1, why="fake build error")
+            return machinery.Build(False, seconds=0.1, why="fake build error")
         os.makedirs(os.path.dirname(image), exist_ok=True)
         with open(image, "w") as f:
             json.dump(markers, f)
         code = [m for m in markers if not m.startswith("data-")]
-        return bisect.Build(True, image, 0.1, hashlib.sha256(" ".join(code).encode()).hexdigest())
+        return machinery.Build(True, image, 0.1, hashlib.sha256(" ".join(code).encode()).hexdigest())
 
     def unlink_debug(self, image):
         pass
@@ -363,14 +364,14 @@ class Glue(unittest.TestCase):
                     f.write(src)
                 subprocess.run(["gcc", "-O2", "-c", "-o", os.path.join(tmp, name + ".o"),
                                 os.path.join(tmp, name + ".c")], check=True)
-                return bisect.text_sha256(os.path.join(tmp, name + ".o"))
+                return machinery.text_sha256(os.path.join(tmp, name + ".o"))
             a = obj("a", 'int f(int x) { return x * 3; }\nconst char s[] = "one";\n')
             b = obj("b", 'int f(int x) { return x * 3; }\nconst char s[] = "two, longer";\n')
             c = obj("c", 'int f(int x) { return x * 5; }\nconst char s[] = "one";\n')
             self.assertIsNotNone(a)
             self.assertEqual(a, b)       # data differs, code does not
             self.assertNotEqual(a, c)
-            self.assertIsNone(bisect.text_sha256(os.path.join(tmp, "missing")))
+            self.assertIsNone(machinery.text_sha256(os.path.join(tmp, "missing")))
         finally:
             shutil.rmtree(tmp)
 
@@ -381,7 +382,7 @@ class Glue(unittest.TestCase):
         if not shutil.which("gcc") or not shutil.which("objcopy"):
             self.skipTest("no gcc or objcopy")
         tmp = tempfile.mkdtemp()
-        saved = bisect.SCRIPTS
+        saved = machinery.SCRIPTS
         try:
             obj = os.path.join(tmp, "obj")
             os.makedirs(os.path.join(obj, "arch", "x86", "boot"))
@@ -400,8 +401,8 @@ class Glue(unittest.TestCase):
                 f.write(f"#!/bin/sh\n[ \"$1 $2\" = \"build-tree {tmp}/tree\" ] || exit 125\n"
                         f"echo 'krepro: built' >&2\necho {obj}/arch/x86/boot/bzImage\n")
             os.chmod(fake, 0o755)
-            bisect.SCRIPTS = scripts
-            m = bisect.Machinery("x86_64")
+            machinery.SCRIPTS = scripts
+            m = machinery.Machinery("x86_64")
             image = os.path.join(tmp, "results", "kernels", "bzImage-x86_64-abc")
             b = m.build(os.path.join(tmp, "tree"), image)
             self.assertTrue(b.ok)
@@ -411,14 +412,14 @@ class Glue(unittest.TestCase):
             with open(image + ".config") as f:
                 self.assertEqual(f.read(), "CONFIG_KASAN=y\n")
             self.assertEqual(os.readlink(image + ".vmlinux"), os.path.join(obj, "vmlinux"))
-            self.assertEqual(b.text, bisect.text_sha256(os.path.join(obj, "vmlinux")))
+            self.assertEqual(b.text, machinery.text_sha256(os.path.join(obj, "vmlinux")))
             m.unlink_debug(image)
             self.assertFalse(os.path.lexists(image + ".vmlinux"))
             b = m.build(os.path.join(tmp, "other"), image + "2")
             self.assertFalse(b.ok)
             self.assertIn("exited 125", b.why)
         finally:
-            bisect.SCRIPTS = saved
+            machinery.SCRIPTS = saved
             shutil.rmtree(tmp)
 
     def test_real_row_through_run_in_qemu(self):
@@ -429,7 +430,7 @@ class Glue(unittest.TestCase):
         saved = dict(os.environ)
         try:
             os.environ.update(r.env)
-            m = bisect.Machinery("x86_64")
+            m = machinery.Machinery("x86_64")
             image = os.path.join(r.tmp, "kernels", "bzImage-x86_64-patched")
             r.set_plan("pass")
             with contextlib.redirect_stdout(io.StringIO()):

@@ -10,10 +10,7 @@ confidence needs. First-parent keeps a merge whole: a merge can be the
 culprit (flagged), and its branch can be bisected after.
 
 Every checkout happens in a scratch clone under the cache (`git clone
---shared`), built by `kernels.sh build-tree` (run-in-qemu.sh --tree's
-build) in one object directory, so each step after the first is
-incremental. Each step's row is run-in-qemu.sh on the image built, a probe
-row. Machinery is that interface; the tests give a fake one.
+--shared`); bisect_machinery.py builds and runs it.
 
 The confidence: the FAIL rate's 95% lower bound p (measured on BAD by the
 driver, or the reproducer's record), and for each good verdict with c clean
@@ -23,21 +20,18 @@ the bug's own evidence and is taken as certain.
 """
 import dataclasses
 import datetime
-import hashlib
 import json
 import math
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
 
 from . import arches, bisect_record as record, stats
 # The same ranges and words as run-in-qemu.sh's options.
 from .cli import bounded, probability
-from .paths import SCRIPTS, TOP, cache
+from .paths import TOP
 from .protocol import CLEAN, DEFAULT_MISS, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE
+from .bisect_machinery import (Machinery, apply_revert, checkout, first_parent_line, git, is_merge,
+                               prepare_scratch, scratch_dir, subject)
 from .usage import Parser, UsageError
 
 DEFAULT_FLOOR = 0.66
@@ -109,97 +103,6 @@ def log(msg):
     print(f"krepro: bisect: {msg}", file=sys.stderr, flush=True)
 
 
-def git(repo, *args, check=True):
-    p = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True)
-    if check and p.returncode:
-        raise UsageError(f"git {' '.join(args)} in {repo}: {p.stderr.strip() or 'failed'}")
-    return p.stdout.strip() if check else p
-
-
-@dataclasses.dataclass
-class Build:
-    ok: bool
-    image: str = None
-    seconds: float = 0.0
-    text: str = None      # sha256 of the kernel's .text, or None when unknown
-    why: str = ""
-
-
-# --- the real machinery: kernels.sh build-tree and run-in-qemu.sh ---
-
-def text_sha256(vmlinux, arch="x86_64"):
-    """sha256 of vmlinux's .text section, or None when it cannot be read."""
-    cross = arches.ARCHES[arch]["cross"] if arch in arches.ARCHES else ""
-    objcopy = (cross + "objcopy") if cross and shutil.which(cross + "objcopy") else "objcopy"
-    if not os.path.isfile(vmlinux) or not shutil.which(objcopy):
-        return None
-    with tempfile.NamedTemporaryFile() as out:
-        p = subprocess.run([objcopy, "-O", "binary", "--only-section=.text", vmlinux, out.name],
-                           capture_output=True)
-        if p.returncode:
-            return None
-        h = hashlib.sha256()
-        for chunk in iter(lambda: out.read(1 << 20), b""):
-            h.update(chunk)
-        return h.hexdigest()
-
-
-class Machinery:
-    """Builds with run-in-qemu.sh --tree's build (kernels.sh build-tree) and
-    runs probe rows with run-in-qemu.sh on the image built."""
-
-    def __init__(self, arch, run_args=()):
-        self.arch, self.run_args = arch, list(run_args)
-
-    def build(self, tree, image):
-        """Build tree; install its image as `image` with its .config beside it
-        (run-in-qemu.sh reads the detectors there) and its vmlinux linked
-        (reports decoded; unlink_debug() drops the link once the step's rows
-        are done, since the next build rewrites the object directory)."""
-        env = dict(os.environ, KREPRO_ARCH=self.arch, KREPRO_DIE_CODE="125")
-        t0 = time.monotonic()
-        p = subprocess.run([os.path.join(SCRIPTS, "kernels.sh"), "build-tree", tree], env=env,
-                           stdout=subprocess.PIPE, text=True)
-        secs = round(time.monotonic() - t0, 1)
-        if p.returncode:
-            return Build(False, seconds=secs, why=f"kernels.sh build-tree exited {p.returncode}"
-                         " (its build log is named above)")
-        built = p.stdout.strip().splitlines()[-1]
-        obj = built[:-len(arches.ARCHES[self.arch]["image"])]
-        os.makedirs(os.path.dirname(image), exist_ok=True)
-        shutil.copyfile(built, image)
-        if os.path.isfile(os.path.join(obj, ".config")):
-            shutil.copyfile(os.path.join(obj, ".config"), image + ".config")
-        vmlinux = os.path.join(obj, "vmlinux")
-        if os.path.isfile(vmlinux):
-            if os.path.lexists(image + ".vmlinux"):
-                os.unlink(image + ".vmlinux")
-            os.symlink(vmlinux, image + ".vmlinux")
-        return Build(True, image, secs, text_sha256(vmlinux, self.arch))
-
-    def unlink_debug(self, image):
-        if image and os.path.islink(image + ".vmlinux"):
-            os.unlink(image + ".vmlinux")
-
-    def row(self, image, repro, results, max_runs=None, repeat=None):
-        """One probe row of repro on image: run.json's row record, with
-        run-in-qemu.sh's exit status as "code" (None for the row when it
-        wrote none)."""
-        cmd = [os.path.join(TOP, "run-in-qemu.sh"), "--arch", self.arch, "--kernel", image,
-               "--results", results, *self.run_args]
-        cmd += ["--repeat", str(repeat)] if repeat else ["--max-runs", str(max_runs)]
-        p = subprocess.run(cmd + [repro])
-        try:
-            with open(os.path.join(results, "run.json")) as f:
-                rows = json.load(f).get("rows") or []
-        except (OSError, ValueError):
-            rows = []
-        rec = dict(rows[0]) if rows else {"decision": None, "counts": {}, "runs": 0,
-                                          "fails": 0, "trials": 0}
-        rec["code"] = p.returncode
-        return rec
-
-
 # --- the search ---
 
 @dataclasses.dataclass
@@ -230,61 +133,22 @@ class Bisect:
         self.miss, self.floor, self.max_runs = miss, floor, max_runs
         self.recorded = recorded      # Rate of the reproducer's record (--rate recorded)
         self.good_arg, self.bad_arg = good, bad
-        self.scratch = scratch or os.path.join(
-            cache(), "bisect", "tree-" + hashlib.sha256(os.path.realpath(tree).encode()).hexdigest()[:12])
+        self.scratch = scratch or scratch_dir(tree)
         self.steps, self.rate = [], None
         self.replaced = False         # the record was contradicted (cross_check)
         self.data = None
 
-    # -- set-up --
-
     def resolve(self):
         """The commits to search, oldest first (BAD last); raises UsageError."""
-        if not os.path.isdir(self.tree):
-            raise UsageError(f"--tree {self.tree}: not a directory")
-        if git(self.tree, "rev-parse", "--is-inside-work-tree", check=False).returncode and \
-                git(self.tree, "rev-parse", "--git-dir", check=False).returncode:
-            raise UsageError(f"--tree {self.tree}: not a git repository")
-        hashes = []
-        for what, c in (("--good", self.good_arg), ("--bad", self.bad_arg)):
-            p = git(self.tree, "rev-parse", "--verify", "-q", c + "^{commit}", check=False)
-            if p.returncode:
-                raise UsageError(f"{what} {c}: no such commit in {self.tree}")
-            hashes.append(p.stdout.strip())
-        self.good, self.bad = hashes
-        if self.good == self.bad or git(self.tree, "merge-base", "--is-ancestor", self.good, self.bad,
-                                        check=False).returncode:
-            raise UsageError(f"--good {self.good_arg} is not an ancestor of --bad {self.bad_arg}")
-        line = git(self.tree, "rev-list", "--first-parent", "--reverse", self.bad, "^" + self.good).split()
-        if not line or line[-1] != self.bad:
-            raise UsageError(f"no commit between --good {self.good_arg} and --bad {self.bad_arg}")
+        self.good, self.bad, line = first_parent_line(self.tree, self.good_arg, self.bad_arg)
         return line
 
-    def subject(self, c):
-        return git(self.tree, "log", "-1", "--format=%s", c)
-
-    def prepare_scratch(self):
-        """A clone sharing the tree's objects: every commit of the tree is
-        there, now and later, and the tree's checkout is never touched."""
-        if not os.path.isdir(os.path.join(self.scratch, ".git")):
-            if os.path.exists(self.scratch):
-                shutil.rmtree(self.scratch)
-            os.makedirs(os.path.dirname(self.scratch), exist_ok=True)
-            git(os.path.dirname(self.scratch), "clone", "-q", "--shared", "--no-checkout",
-                os.path.realpath(self.tree), self.scratch)
-
-    def checkout(self, commit):
-        git(self.scratch, "revert", "--quit", check=False)
-        git(self.scratch, "checkout", "-q", "-f", "--detach", commit)
-        git(self.scratch, "clean", "-q", "-f", "-d")
-
-    # -- one step --
 
     def step(self, role, commit, label=None, repeat=None, prepared=False, again=False):
         """Build commit (checked out unless prepared) and decide it: a step
         record with verdict bad, good or skip."""
         n = len(self.steps) + 1
-        st = {"n": n, "role": role, "commit": commit, "subject": self.subject(commit),
+        st = {"n": n, "role": role, "commit": commit, "subject": subject(self.tree, commit),
               "build_seconds": None, "build": None, "text": None, "rows": [], "runs": 0,
               "fails": 0, "trials": 0, "clean": 0, "verdict": "skip", "why": "", "miss": None,
               "confidence": None}
@@ -292,7 +156,7 @@ class Bisect:
         label = label or commit[:12]
         log(f"step {n} ({role}): {commit[:12]} {st['subject']}")
         if not prepared:
-            self.checkout(commit)
+            checkout(self.scratch, commit)
         image = os.path.join(self.results, "kernels", f"{arches.image_name(self.arch)}-{self.arch}-{label}")
         b = self.m.build(self.scratch, image)
         st.update(build_seconds=b.seconds, build="ok" if b.ok else "failed", text=b.text)
@@ -419,7 +283,7 @@ class Bisect:
                      "culprit": None, "confidence": None, "stopped": None, "notes": [], "exit": None}
         log(f"{len(line)} commits on the first-parent line from {self.good[:12]} (good) to "
             f"{self.bad[:12]} (bad): about {math.ceil(math.log2(len(line) + 1))} steps after BAD and GOOD")
-        self.prepare_scratch()
+        prepare_scratch(self.scratch, self.tree)
         try:
             code = self.search(line)
         except Stop as e:
@@ -561,12 +425,11 @@ class Bisect:
     def check_culprit(self, culprit, parent):
         """The culprit FAILs REFAILS times again, BAD with it reverted PASSes; its kernel
         text against its parent's; a merge."""
-        c = {"commit": culprit, "subject": self.subject(culprit), "parent": parent,
+        c = {"commit": culprit, "subject": subject(self.tree, culprit), "parent": parent,
              "confidence": None, "merge": False, "same_text": None, "refail": None,
              "revert": None, "verified": False}
         self.data["culprit"] = c
-        parents = git(self.tree, "rev-list", "--parents", "-n", "1", culprit).split()[1:]
-        c["merge"] = len(parents) > 1
+        c["merge"] = is_merge(self.tree, culprit)
         texts = {s["commit"]: s["text"] for s in self.steps if s["text"]}
         if culprit in texts and parent in texts:
             c["same_text"] = texts[culprit] == texts[parent]
@@ -600,13 +463,11 @@ class Bisect:
     def revert_check(self, culprit, merge):
         """BAD with the culprit reverted must PASS at the bisection's miss
         target; the culprit itself FAILed in the search (or is BAD)."""
-        self.checkout(self.bad)
-        p = git(self.scratch, "revert", "--no-commit", *(["-m", "1"] if merge else []), culprit, check=False)
-        if p.returncode:
-            said = (p.stderr or p.stdout).strip().splitlines() or ["git revert failed"]
-            git(self.scratch, "revert", "--abort", check=False)
+        checkout(self.scratch, self.bad)
+        said = apply_revert(self.scratch, culprit, merge)
+        if said:
             return {"verdict": "not applied", "step": None,
-                    "why": f"the culprit does not revert cleanly on BAD ({said[-1]})"}
+                    "why": f"the culprit does not revert cleanly on BAD ({said})"}
         st = self.step("revert", self.bad, label=f"{self.bad[:12]}-revert-{culprit[:12]}", prepared=True)
         git(self.scratch, "revert", "--quit", check=False)
         if st["verdict"] == "good":
