@@ -22,7 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 sys.path.insert(0, HERE)
-from krepro import bisect, bisect_machinery as machinery  # noqa: E402
+from krepro import bisect, bisect_machinery as machinery, stats  # noqa: E402
+from krepro.bisect_confidence import Rate  # noqa: E402
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
 
@@ -162,7 +163,7 @@ class Bisecting(unittest.TestCase):
         want = 1.0
         for s in goods:
             self.assertEqual(s["clean"], 4)
-            want *= 1 - (1 - bisect.stats.rate_lower(10, 10)) ** 4
+            want *= 1 - (1 - stats.rate_lower(10, 10)) ** 4
         self.assertAlmostEqual(rec["confidence"], want)
         # Running confidence never rises.
         running = [s["confidence"] for s in rec["steps"] if s["confidence"] is not None]
@@ -180,7 +181,7 @@ class Bisecting(unittest.TestCase):
                     self.assertEqual(self.culprit(rec), h.commits[12])
                     self.assertGreaterEqual(rec["confidence"], 0.66)
             code, rec = self.bisect(h, FakeMachinery(0.5, seed=100 + seed), rate_mode="recorded",
-                                    recorded=bisect.Rate(15, 30, "15/30 recorded"))
+                                    recorded=Rate(15, 30, "15/30 recorded"))
             with self.subTest(seed=seed, mode="recorded"):
                 self.assertEqual(code, 0, rec["stopped"])
                 self.assertEqual(self.culprit(rec), h.commits[12])
@@ -253,7 +254,7 @@ class Bisecting(unittest.TestCase):
         for seed in range(12):
             h = History(os.path.join(self.tmp, f"flaky{seed}"), extra={6: [("add", "bug")]})
             for mode in ("recorded", "measure"):
-                kw = {"rate_mode": mode, "recorded": bisect.Rate(27, 30, "27/30 recorded")} \
+                kw = {"rate_mode": mode, "recorded": Rate(27, 30, "27/30 recorded")} \
                     if mode == "recorded" else {}
                 code, rec = self.bisect(h, FakeMachinery(0.2, seed=seed), **kw)
                 with self.subTest(seed=seed, mode=mode):
@@ -271,7 +272,7 @@ class Bisecting(unittest.TestCase):
     def test_below_floor_says_where_it_stopped(self):
         h = History(self.tmp, extra={6: [("add", "bug")]})
         code, rec = self.bisect(h, FakeMachinery(0.2, seed=7), rate_mode="recorded",
-                                recorded=bisect.Rate(27, 30, "27/30 recorded"))
+                                recorded=Rate(27, 30, "27/30 recorded"))
         self.assertEqual(code, 125)
         self.assertIsNone(rec["culprit"])
         self.assertIn("below the floor", rec["stopped"])

@@ -12,13 +12,8 @@ culprit (flagged), and its branch can be bisected after.
 Every checkout happens in a scratch clone under the cache (`git clone
 --shared`); bisect_machinery.py builds and runs it.
 
-The confidence: the FAIL rate's 95% lower bound p (measured on BAD by the
-driver, or the reproducer's record), and for each good verdict with c clean
-runs a miss chance (1 - p)^c; the answer is right unless one of those good
-verdicts was a miss, so confidence = product of (1 - (1 - p)^c). A FAIL is
-the bug's own evidence and is taken as certain.
+How sure the answer is: bisect_confidence.py.
 """
-import dataclasses
 import datetime
 import json
 import math
@@ -30,6 +25,8 @@ from . import arches, bisect_record as record, stats
 from .cli import bounded, probability
 from .paths import TOP
 from .protocol import CLEAN, DEFAULT_MISS, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE
+from .bisect_confidence import (Rate, confidence_of, contradicted, good_step_runs, measured_on,
+                                miss_chance)
 from .bisect_machinery import (Machinery, apply_revert, checkout, first_parent_line, git, is_merge,
                                prepare_scratch, scratch_dir, subject)
 from .usage import Parser, UsageError
@@ -105,25 +102,6 @@ def log(msg):
 
 # --- the search ---
 
-@dataclasses.dataclass
-class Rate:
-    fails: int
-    trials: int
-    source: str
-
-    @property
-    def low(self):
-        return stats.rate_lower(self.fails, self.trials)
-
-
-def contradicted(rate_low, fails, trials):
-    """Are `fails` FAILs in `trials` runs on bug kernels too few for a FAIL
-    rate of at least rate_low? P(that few or fewer) < 5%."""
-    if trials <= 0 or rate_low <= 0:
-        return False
-    return 1 - stats.binom_tail(fails + 1, trials, rate_low) < 0.05
-
-
 class Bisect:
     def __init__(self, tree, good, bad, repro, machinery, results, arch="x86_64",
                  rate_mode="measure", calibrate=DEFAULT_CALIBRATE, miss=DEFAULT_MISS,
@@ -176,8 +154,7 @@ class Bisect:
 
     def wanted(self):
         """Clean runs a good verdict needs for the target miss, at the cap at most."""
-        k = stats.clean_runs_needed(self.rate.low, self.miss) if self.rate else math.inf
-        return min(k, self.max_runs) if k != math.inf else self.max_runs
+        return good_step_runs(self.rate, self.miss, self.max_runs)
 
     def row(self, st, image, **kw):
         """One more row of step st: its record added to the step's."""
@@ -244,30 +221,23 @@ class Bisect:
 
     def confidence(self):
         """Product of 1 - miss over the good verdicts so far."""
-        c = 1.0
-        for st in self.steps:
-            if st["verdict"] == "good" and st["role"] in ("good", "bisect"):
-                st["miss"] = stats.miss(self.rate.low, st["clean"]) if self.rate.low > 0 else 1.0
-                c *= 1 - st["miss"]
-        return c
+        return confidence_of(self.steps, self.rate)
 
     def cross_check(self, bad_commits):
         """Every run on a commit the answer calls bad (the culprit and the
         commits after it on the line; the revert is another tree) against
         the rate in use. Returns a note when they contradict it; the rate is
         then what those runs measure (kept up to date with later runs)."""
-        on_bad = [s for s in self.steps if s["commit"] in bad_commits and s["role"] != "revert"]
-        fails = sum(s["fails"] for s in on_bad)
-        trials = sum(s["trials"] for s in on_bad)
-        measured = Rate(fails, trials, f"measured here on the commits the answer calls bad: {fails}/{trials}")
+        measured = measured_on(self.steps, bad_commits)
         if self.replaced:
             self.rate = measured
             return None
-        if not contradicted(self.rate.low, fails, trials):
+        if not contradicted(self.rate.low, measured.fails, measured.trials):
             return None
         was, self.rate, self.replaced = self.rate, measured, True
         return (f"the rate used ({was.source}, rate >= {stats.pct(was.low)}) is contradicted by the "
-                f"runs on the commits the answer calls bad ({fails} FAILs in {trials} runs): the "
+                f"runs on the commits the answer calls bad ({measured.fails} FAILs in {measured.trials} "
+                "runs): the "
                 f"confidence is recomputed with rate >= {stats.pct(self.rate.low)}")
 
     # -- the whole bisection --
@@ -471,7 +441,7 @@ class Bisect:
         st = self.step("revert", self.bad, label=f"{self.bad[:12]}-revert-{culprit[:12]}", prepared=True)
         git(self.scratch, "revert", "--quit", check=False)
         if st["verdict"] == "good":
-            miss = stats.miss(self.rate.low, st["clean"]) if self.rate.low > 0 else 1.0
+            miss = miss_chance(self.rate, st["clean"])
             return {"verdict": "PASS", "why": f"BAD with the culprit reverted: {st['clean']} clean runs "
                     f"(miss <= {stats.pct_up(miss)} at 95%)", "step": st["n"]}
         if st["verdict"] == "bad":
