@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 sys.path.insert(0, HERE)
-from krepro import bisect, bisect_machinery as machinery, stats  # noqa: E402
+from krepro import bisect_machinery as machinery, bisect_search as search, stats  # noqa: E402
 from krepro.bisect_confidence import Rate  # noqa: E402
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
@@ -128,7 +128,7 @@ class Bisecting(unittest.TestCase):
     def bisect(self, hist, machinery, **kw):
         self.n += 1
         results = os.path.join(self.tmp, f"results{self.n}")
-        b = bisect.Bisect(hist.dir, hist.commits[0], kw.pop("bad", hist.commits[-1]), "fake-bug",
+        b = search.Bisect(hist.dir, hist.commits[0], kw.pop("bad", hist.commits[-1]), "fake-bug",
                           machinery, results, scratch=os.path.join(self.tmp, f"scratch{self.n}"), **kw)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             code = b.run()

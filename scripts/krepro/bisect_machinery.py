@@ -2,8 +2,8 @@
 and on a scratch clone under the cache, where every step is checked out; the
 build (kernels.sh build-tree, run-in-qemu.sh --tree's build, in one object
 directory, so each step after the first is incremental); and the step's row,
-run-in-qemu.sh on the image built, a probe row. Machinery is the build and
-row interface; the tests give a fake one."""
+run-in-qemu.sh on the image built, a probe row, and what its record says.
+Machinery is the build and row interface; the tests give a fake one."""
 import dataclasses
 import hashlib
 import json
@@ -172,3 +172,14 @@ class Machinery:
                                           "fails": 0, "trials": 0}
         rec["code"] = p.returncode
         return rec
+
+
+def unjudged(r):
+    """Why a row record without a FAIL says nothing clean, or None: it ended
+    BROKEN, SKIP, HANG or OTHER, or had such runs, or no clean one."""
+    other = {o: c for o, c in r["counts"].items() if o != "PASS"}
+    if not other and r.get("decision") in ("PASS", "UNDECIDED") and r["counts"].get("PASS"):
+        return None
+    return (f"row {r.get('decision') or 'not decided'}"
+            + (f" ({', '.join(f'{o} {c}' for o, c in other.items())})" if other else "")
+            + (f": {r['why']}" if r.get("why") else ""))

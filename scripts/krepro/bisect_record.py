@@ -12,6 +12,25 @@ def now():
     return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
+def new_record(b, commits):
+    """bisect.json's fields for Bisect b, searching `commits` commits, before
+    its first step; its steps are b.steps, the same list."""
+    return {"format": 1, "tree": os.path.realpath(b.tree), "good": b.good, "bad": b.bad,
+            "repro": b.repro, "arch": b.arch, "commits": commits,
+            "rate_mode": b.rate_mode, "miss": b.miss, "floor": b.floor,
+            "max_runs": b.max_runs, "started": now(), "finished": None,
+            "interrupted": False, "rate": None, "steps": b.steps, "skipped": [],
+            "culprit": None, "confidence": None, "stopped": None, "notes": [], "exit": None}
+
+
+def new_step(n, role, commit, subject):
+    """A step's fields in bisect.json before it is built and decided."""
+    return {"n": n, "role": role, "commit": commit, "subject": subject,
+            "build_seconds": None, "build": None, "text": None, "rows": [], "runs": 0,
+            "fails": 0, "trials": 0, "clean": 0, "verdict": "skip", "why": "", "miss": None,
+            "confidence": None}
+
+
 def save(results, data):
     """bisect.json in results, replaced whole: a reader never sees half of it."""
     path = os.path.join(results, "bisect.json")
