@@ -9,6 +9,8 @@
 #   make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH]
 #                    run every reproducer on BASE and BASE+SERIES; name what changed
 #   make report DIR=results/<run>   re-render a past run's reports, boots nothing
+#   make bisect TREE=DIR GOOD=G BAD=B REPRO=R
+#                    find the commit of TREE that brought REPRO's bug in, and how sure
 #   make sweeps      run the long robustness sweeps (not in the matrix) once per flavour
 #   make calibrate   measure the reproducers' FAIL rates on unpatched (CALIBRATE_RUNS
 #                    guests each) and record them in repro/<id>/fail-rate.json, the
@@ -41,7 +43,7 @@ CMAKE_STAMP := $(BUILD)/CMakeCache.txt
 ARM_BUILD := $(BUILD)/arm
 ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
 
-.PHONY: all check-args deps lava-deps lava-check lava-compare distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report clean
+.PHONY: all check-args deps lava-deps lava-check lava-compare distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bisect clean
 
 all: build
 
@@ -168,6 +170,13 @@ gate:
 report:
 	@test -n "$(DIR)" || { echo "usage: make report DIR=results/<run>" >&2; exit 2; }
 	@./run-in-qemu.sh --report "$(DIR)"
+
+# The whole bisection (python3 -m krepro bisect --help); MISS is a good
+# step's target miss, MAX_RUNS its cap.
+bisect:
+	@test -n "$(TREE)" -a -n "$(GOOD)" -a -n "$(BAD)" -a -n "$(REPRO)" || { echo "usage: make bisect TREE=DIR GOOD=G BAD=B REPRO=R [MISS=P] [MAX_RUNS=N]" >&2; exit 2; }
+	@PYTHONPATH=scripts python3 -m krepro bisect --tree "$(TREE)" --good "$(GOOD)" --bad "$(BAD)" \
+		$(if $(MISS),--miss $(MISS)) --max-runs $(MAX_RUNS) $(REPRO)
 
 clean:
 	rm -rf $(BUILD)

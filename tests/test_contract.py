@@ -126,6 +126,15 @@ CASES = [
     ("report of a truncated run.json", ["{py}", "-m", "krepro", "report", "{s}/truncated"], 128, "run.json",
      None),
     ("report --help", ["{py}", "-m", "krepro", "report", "--help"], 0, "report", None),
+    ("bisect --help", ["{py}", "-m", "krepro", "bisect", "--help"], 0, "Exit status: 0 a culprit named", None),
+    ("bisect without --bad", ["{py}", "-m", "krepro", "bisect", "--good", "HEAD", X], 128,
+     "--good and --bad are both needed", None),
+    ("bisect of an unknown reproducer", ["{py}", "-m", "krepro", "bisect", "--good", "a", "--bad", "b",
+                                         "xfs-nowait-di0"], 128, "did you mean xfs-nowait-dio?", None),
+    ("bisect abbreviated", ["{py}", "-m", "krepro", "bisect", "--goo", "a", "--bad", "b", X], 128,
+     "unrecognized arguments", None),
+    ("bisect --floor 1", ["{py}", "-m", "krepro", "bisect", "--good", "a", "--bad", "b", "--floor", "1", X],
+     128, "between 0 and 1", None),
     ("classify --help", ["{py}", "-m", "krepro", "classify", "--help"], 0, "classify", None),
     ("classify of a missing log", ["{py}", "-m", "krepro", "classify", "/nonexistent/console.log"], 128,
      "/nonexistent/console.log", None),
@@ -164,6 +173,10 @@ CASES = [
      "did you mean xfs-rmap-fuzz", None),
     ("make gate without SERIES", ["make", "-s", "-C", "{top}", "gate"], 2, "usage: make gate", None),
     ("make report without DIR", ["make", "-s", "-C", "{top}", "report"], 2, "usage: make report", None),
+    ("make bisect without GOOD", ["make", "-s", "-C", "{top}", "bisect", "TREE=.", "BAD=HEAD", "REPRO=" + X], 2,
+     "usage: make bisect", None),
+    ("make bisect of no tree", ["make", "-s", "-C", "{top}", "bisect", "TREE=/nonexistent/linux", "GOOD=a",
+                                "BAD=b", "REPRO=" + X], 2, "not a directory", None),
 ]
 
 

@@ -8,20 +8,22 @@ from . import gate as gatemod, render, reports
 from .protocol import CLEAN, INTERRUPTED, REPRODUCED, USAGE
 from .usage import Parser
 
-SUBCOMMANDS = ("run", "report", "gate", "classify")
+SUBCOMMANDS = ("run", "report", "gate", "classify", "bisect")
 
 SYNOPSIS = """\
 usage: python3 -m krepro run ARGS...                 run-in-qemu.sh (see: run --help)
        python3 -m krepro report DIR                  re-render a run's reports from its run.json
        python3 -m krepro gate DIR BASE SERIES        compare two kernels' rows of a run
        python3 -m krepro classify [--json] CONSOLE   the kernel reports in a console log
+       python3 -m krepro bisect --good G --bad B REPRO   find the commit that brought a bug in
        python3 -m krepro help [SUBCOMMAND]           this, or a subcommand's --help
 """
 
 HELP = SYNOPSIS + """
 Exit status, as git bisect run reads it: 0 clean, 1 a bug reproduced or a
 kernel report found, 125 undecided, 128 usage error or unreadable input (one
-line on stderr says which), 130 interrupted.
+line on stderr says which), 130 interrupted. bisect's 0, 1 and 125 say how
+far it got: python3 -m krepro help bisect.
 """
 
 REPORT_HELP = """\
@@ -122,6 +124,12 @@ def classify(argv):
     return REPRODUCED
 
 
+def bisect(argv):
+    # Imported here only: the others need nothing of it.
+    from . import bisect as bisectmod
+    return bisectmod.main(argv)
+
+
 def fail(sub, msg):
     print(f"krepro: {sub}: {msg}", file=sys.stderr)
     return USAGE
@@ -144,7 +152,7 @@ def main(argv):
         # gate and classify need nothing of it.
         from . import cli
         return cli.main(rest)
-    handler = {"report": report, "gate": gate, "classify": classify}.get(sub)
+    handler = {"report": report, "gate": gate, "classify": classify, "bisect": bisect}.get(sub)
     if handler is None:
         what = f"unknown option {sub!r}" if sub.startswith("-") else f"unknown subcommand {sub!r}"
         print(f"krepro: {what}: the subcommands are {', '.join(SUBCOMMANDS)} (see --help)", file=sys.stderr)

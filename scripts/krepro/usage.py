@@ -1,6 +1,6 @@
 """run-in-qemu.sh --help: the text, its defaults filled in by cli.py
 (protocol.py states them); the option parser of the subcommands and bench
-scripts, whose usage errors exit USAGE."""
+scripts, whose usage errors exit USAGE; the usage error found after parsing."""
 import argparse
 import sys
 
@@ -115,3 +115,8 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         print(f"krepro: {self.prog.split()[-1]}: {message} (see --help)", file=sys.stderr)
         sys.exit(USAGE)
+
+
+class UsageError(Exception):
+    """A usage error found once the options are parsed (a commit that does
+    not exist, say): the subcommand prints it as Parser does and returns USAGE."""
