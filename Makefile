@@ -9,6 +9,8 @@
 #   make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH]
 #                    run every reproducer on BASE and BASE+SERIES; name what changed
 #   make report DIR=results/<run>   re-render a past run's reports, boots nothing
+#   make bundle REPRO=<id> KERNEL=unpatched|patched|PATH [KREPRO_ARCH=arm] [BUNDLES=dir]
+#                    one row as a tarball that runs where only QEMU is installed
 #   make sweeps      run the long robustness sweeps (not in the matrix) once per flavour
 #   make calibrate   measure the reproducers' FAIL rates on unpatched (CALIBRATE_RUNS
 #                    guests each) and record them in repro/<id>/fail-rate.json, the
@@ -41,7 +43,7 @@ CMAKE_STAMP := $(BUILD)/CMakeCache.txt
 ARM_BUILD := $(BUILD)/arm
 ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
 
-.PHONY: all check-args deps lava-deps lava-check lava-compare distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report clean
+.PHONY: all check-args deps lava-deps lava-check lava-compare distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bundle clean
 
 all: build
 
@@ -168,6 +170,13 @@ gate:
 report:
 	@test -n "$(DIR)" || { echo "usage: make report DIR=results/<run>" >&2; exit 2; }
 	@./run-in-qemu.sh --report "$(DIR)"
+
+# krepro bundle builds what the row needs itself (python3 -m krepro bundle --help);
+# KREPRO_ARCH=arm for the ARM guest's.
+BUNDLES ?= bundles
+bundle:
+	@test -n "$(REPRO)" -a -n "$(KERNEL)" || { echo "usage: make bundle REPRO=<id> KERNEL=unpatched|patched|PATH [KREPRO_ARCH=arm] [BUNDLES=dir]" >&2; exit 2; }
+	@PYTHONPATH=scripts /usr/bin/python3 -m krepro bundle --out "$(BUNDLES)" --kernel "$(KERNEL)" "$(REPRO)"
 
 clean:
 	rm -rf $(BUILD)
