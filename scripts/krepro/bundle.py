@@ -17,10 +17,10 @@ import tarfile
 import tempfile
 import types
 
-from . import arches, disks, distro, guest, meta as metamod, runner
+from . import arches, disks, distro, guest, meta as metamod, rates, runner
 from .arches import ARCHES
 from .kernels import Kernel, UsageError, Undecidable, kernel_config, prepare_kernels
-from .paths import repro_dir
+from .paths import git_commit, repro_dir
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "run-bundle.sh.in")
 INITRD = "initramfs.cpio"
@@ -150,7 +150,8 @@ def readme_text(meta, kernel, arch, files, comp_why, disk_note, config_note, lim
     parts += [
         f"- Kernel: `{kernel.label}` ({arch}), build {build_id(kernel)}; its config: `{CONFIG}`"
         + (f" ({config_note})" if config_note else ""),
-        f"- Made by krepro's `bundle` from the reproducer `{meta.name}` (seed {meta.seed or '-'})",
+        f"- Made by krepro {git_commit()}'s `bundle` from the reproducer `{meta.name}` "
+        f"(seed {meta.seed or '-'})",
         "",
         "## Run it",
         "",
@@ -188,6 +189,13 @@ def readme_text(meta, kernel, arch, files, comp_why, disk_note, config_note, lim
         "The reproducer refuses to run outside a guest: its harness checks for "
         "`krepro.guest=1` on the kernel command line, which run.sh passes.",
     ]
+    rate = (rates.load_repo(meta.name) or {}).get(arch)
+    if rate and rate.get("runs"):
+        parts += ["", f"One run is one trial. krepro measured this reproducer FAILing in "
+                  f"{rate['fails']} of {rate['runs']} runs on its kernel with the bug (build "
+                  f"{rate.get('build', '?')[:12]}, {rate.get('date', '?')}, QEMU "
+                  f"{rates.accel_of(rate).upper()}); runs on a kernel of yours may differ. "
+                  "To try more than once: `for i in 1 2 3; do ./run.sh || break; done`."]
     if evidence:
         parts += ["", "## The evidence (from the reproducer's documentation)", "", evidence]
     if bug:
