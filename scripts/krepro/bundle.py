@@ -157,7 +157,8 @@ def readme_text(meta, kernel, arch, files, comp_why, disk_note, config_note, lim
         "",
         "```sh",
         "sha256sum -c SHA256SUMS    # run.sh checks them too",
-        "./run.sh                   # QEMU TCG; ./run.sh --kvm on an x86_64 host with KVM",
+        "./run.sh                   # QEMU TCG" + ("; ./run.sh --kvm on a host with KVM"
+                                                  if arch == "x86_64" else " (ARM guests: TCG only)"),
         "```",
         "",
         f"run.sh boots the guest once with the command line krepro uses (it is in "
@@ -178,7 +179,7 @@ def readme_text(meta, kernel, arch, files, comp_why, disk_note, config_note, lim
         "The reproducer's harness fails the run on its own evidence and on any kernel report "
         "or new taint it finds in the kernel's log after its start mark; krepro reads a "
         "report that is not this bug's as another outcome, so check that the console shows "
-        "this bug's evidence:",
+        "this bug's evidence, one or more of:",
         "",
         expected_lines(meta),
         "",
