@@ -7,8 +7,12 @@ guest that needs the host to itself (run.sh takes no lock). Each guest's logs ar
 too (reports.decide, as a row's guest is), which must agree with what
 run.sh said.
 
-usage: bench/bundle-roundtrip.py RECORD [REPRO:ARCH...]
+usage: bench/bundle-roundtrip.py RECORD [REPRO:ARCH[:KERNEL=OUTCOME]...]
        (default: bpf-percpu-reuse:x86_64 arm-kprobe-fortify:arm)
+
+REPRO:ARCH runs both flavours (unpatched must FAIL, patched PASS);
+REPRO:ARCH:KERNEL=OUTCOME one kernel of --kernel's kinds (a distribution
+kernel's .deb, say) that must give OUTCOME (PASS or FAIL).
 
 Writes RECORD (bench/records/<date>-bundle-roundtrip.json): the commands,
 outcomes, exit statuses, seconds and sizes, without this machine's paths.
@@ -26,16 +30,18 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 from krepro import guest, meta as metamod, paths, reports  # noqa: E402
 
-EXPECT = {"unpatched": ("FAIL", 1), "patched": ("PASS", 0)}
+EXPECT = {"unpatched": "FAIL", "patched": "PASS"}
+EXIT = {"PASS": 0, "FAIL": 1}
 
 
 def sh(argv, **kw):
     return subprocess.run(argv, capture_output=True, text=True, **kw)
 
 
-def one(repro, arch, flavour, work, metas):
+def one(repro, arch, flavour, expect, work, metas):
     made = os.path.join(work, "made")
-    cmd = ["python3", "-m", "krepro", "bundle", "--arch", arch, "--kernel", flavour, "--out", "BUNDLES", repro]
+    cmd = ["python3", "-m", "krepro", "bundle", "--arch", arch, "--kernel", os.path.basename(flavour),
+           "--out", "BUNDLES", repro]
     t0 = time.monotonic()
     p = sh([sys.executable, "-m", "krepro", "bundle", "--arch", arch, "--kernel", flavour, "--out", made, repro],
            env=dict(os.environ, PYTHONPATH=os.path.join(TOP, "scripts")))
@@ -67,16 +73,16 @@ def one(repro, arch, flavour, work, metas):
     last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
     word = last.split(":", 1)[0]
     row = {
-        "repro": repro, "arch": arch, "kernel": flavour, "bundle": name + ".tar.gz",
+        "repro": repro, "arch": arch, "kernel": os.path.basename(flavour), "bundle": name + ".tar.gz",
         "bundle_bytes": os.path.getsize(tarball), "files": files, "make_seconds": make_s,
         "command": f"tar xzf {name}.tar.gz && env -i PATH=/usr/bin:/bin {name}/run.sh",
         "exit": r.returncode, "outcome": word, "seconds": run_s, "last_line": last.replace(there + "/", ""),
         "stdout": r.stdout.replace(there + "/", ""), "stderr": r.stderr.replace(there + "/", ""),
         "krepro_outcome": v["outcome"], "krepro_evidence": v["evidence"][:300],
-        "expected": EXPECT[flavour][0],
-        "as_expected": (word, r.returncode) == EXPECT[flavour] and v["outcome"] == EXPECT[flavour][0],
+        "expected": expect,
+        "as_expected": (word, r.returncode) == (expect, EXIT[expect]) and v["outcome"] == expect,
     }
-    print(f"{repro} {arch} {flavour}: {word} exit {r.returncode} in {run_s} s (krepro reads it as "
+    print(f"{repro} {arch} {os.path.basename(flavour)}: {word} exit {r.returncode} in {run_s} s (krepro reads it as "
           f"{v['outcome']}); bundle {os.path.getsize(tarball)} bytes", flush=True)
     return row
 
@@ -86,14 +92,15 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     record = argv[0]
-    pairs = [a.split(":") for a in argv[1:]] or [["bpf-percpu-reuse", "x86_64"], ["arm-kprobe-fortify", "arm"]]
+    pairs = [a.split(":", 2) for a in argv[1:]] or [["bpf-percpu-reuse", "x86_64"], ["arm-kprobe-fortify", "arm"]]
     metamod.ensure_built()
     metas = metamod.load_all()
     rows = []
     with tempfile.TemporaryDirectory(prefix="bundle-roundtrip.") as work:
-        for repro, arch in pairs:
-            for flavour in ("unpatched", "patched"):
-                rows.append(one(repro, arch, flavour, work, metas))
+        for repro, arch, *kernel in pairs:
+            runs = [k.rsplit("=", 1) for k in kernel] or EXPECT.items()
+            for spec, expect in runs:
+                rows.append(one(repro, arch, spec, expect, work, metas))
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     date = datetime.date.today().isoformat()
@@ -110,7 +117,8 @@ def main(argv):
         "machine": "2 cores, 24 GiB, Debian 12, QEMU TCG",
         "commit": paths.git_commit(),
         "conditions": f"load average {' '.join(load)} at the end; other work may have shared the cores",
-        "command": "bench/bundle-roundtrip.py " + " ".join(f"{r}:{a}" for r, a in pairs),
+        "command": "bench/bundle-roundtrip.py RECORD " + " ".join(
+            ":".join(p[:2] + [os.path.basename(k) for k in p[2:]]) for p in pairs),
         "figures": figures,
         "runs": rows,
         "raw": "each run's stdout and stderr are in runs[]",
