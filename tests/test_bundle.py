@@ -11,11 +11,13 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,6 +46,19 @@ for i, a in enumerate(sys.argv):
             f.write(text.replace(b"\\n", b"\\r\\n"))
 sys.exit(rc)
 """
+
+
+def fake_guests(tmp):
+    """The fake QEMUs of this test still running (their pids)."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if os.path.join(tmp, "fake-qemu.py").encode() in f.read():
+                    out.append(int(pid))
+        except OSError:
+            pass
+    return out
 
 
 def read(path, mode="r"):
@@ -196,14 +211,15 @@ class Bundle(unittest.TestCase):
         self.assertEqual(code, 0, out + err)
         logs = os.path.join(d, "out")
         with open(os.path.join(logs, "qemu-cmdline")) as f:
-            words = f.read().split(" ", 1)[1].rstrip("\n")
+            words = shlex.split(f.read())
         cmdline = guest.kernel_cmdline("x86_64", "fake-bug", "fake.opt=1")
         want = guest.qemu_argv("x86_64", "tcg", os.path.join(d, "bzImage"),
                                os.path.join(d, "initramfs.cpio.gz"), cmdline, 2,
                                os.path.join(logs, "ktap.txt"))[1:]
         want += ["-chardev", f"file,id=con,path={logs}/console.log", "-serial", "chardev:con"]
-        self.assertEqual(words, " ".join(want))
-        self.assertIn("krepro.guest=1", words)
+        self.assertEqual(words, ["qemu-system-x86_64"] + want, "a shell reads the words back")
+        self.assertIn(cmdline, words)
+        self.assertIn("krepro.guest=1", cmdline)
         code, out, err = self.run_sh(d, "pass", "--kvm")
         with open(os.path.join(logs, "qemu-cmdline")) as f:
             self.assertIn(" -accel kvm -cpu host ", f.read())
@@ -226,6 +242,30 @@ class Bundle(unittest.TestCase):
         self.assertIn("# race: FAIL: 3 echoes missing", out, "the reproducer's last lines are shown")
         self.assertIn(b"exit=1\r\n", read(os.path.join(d, "out", "console.log"), "rb"),
                       "the result line read from a console with CR LF line ends")
+
+    def test_interrupt(self):
+        # A Ctrl-C or kill of run.sh ends it at once, with 130, and its
+        # guest with it: nothing is left running.
+        d = self.unpack()
+        with open(os.path.join(self.tmp, "plan"), "w") as f:
+            f.write("hang\n")
+        qlog = os.path.join(self.tmp, "qemu.log")
+        open(qlog, "w").close()
+        p = subprocess.Popen(["env", "-i", f"PATH={self.bin}", f"FAKE_QEMU_PLAN={os.path.join(self.tmp, 'plan')}",
+                              f"FAKE_QEMU_LOG={qlog}", os.path.join(d, "run.sh")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while "start" not in read(qlog) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertIn("start", read(qlog), "the fake guest started")
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 130, out + err)
+        self.assertIn("run.sh: interrupted", err)
+        deadline = time.monotonic() + 10
+        while fake_guests(self.tmp) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(fake_guests(self.tmp), [], "the guest was stopped with run.sh")
 
     def test_time_limit(self):
         d = self.unpack()
