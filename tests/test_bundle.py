@@ -86,7 +86,9 @@ class Bundle(unittest.TestCase):
         os.makedirs(os.path.join(build, "repro"))
         os.makedirs(os.path.join(build, "guest", "repro"))
         for name, extra in (("fake-bug", {}), ("fake-arm", {"arches": ["arm"]}),
-                            ("fake-disk", {"disk_mib": 64, "prepare": True})):
+                            ("fake-disk", {"disk_mib": 64, "prepare": True}),
+                            ("fake-hang", {"signatures": [{"kind": "HANG", "title": None, "frame": None,
+                                                           "detectors": []}]})):
             with open(os.path.join(build, "repro", name + ".json"), "w") as f:
                 json.dump(describe(name, **extra), f)
             src = os.path.join(t, "repro", name)
@@ -197,6 +199,7 @@ class Bundle(unittest.TestCase):
         for name, h in sums.items():
             self.assertEqual(hashlib.sha256(read(os.path.join(d, name), "rb")).hexdigest(), h, name)
         readme = read(os.path.join(d, "README.md"))
+        self.assertIn("`HANG` (exit 3", readme)
         for want in (FIX, "./run.sh", "refcount_t: addition on 0", "`# <case>: FAIL: ...`",
                      "PASS: fake-bug", "FAIL: fake-bug", "# race: FAIL: lost", "A fake."):
             self.assertIn(want, readme)
@@ -272,6 +275,18 @@ class Bundle(unittest.TestCase):
         got, out, err = self.run_sh(d, "hang", "--timeout", "2")
         self.assertEqual(got, 3, out + err)
         self.assertIn("HANG: fake-bug on bzImage-mine (no result line in 2 s", out)
+
+    def test_hang_that_is_the_bug(self):
+        # A reproducer that declares its hang: no result in time is its FAIL.
+        out = os.path.join(self.tmp, "hang-bundles")
+        p = self.krepro("fake-hang", "--kernel", self.image, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        d = [os.path.join(out, n) for n in os.listdir(out) if not n.endswith(".tar.gz")][0]
+        self.assertIn("No result within the time limit is this bug's hang: `FAIL`, exit 1.",
+                      read(os.path.join(d, "README.md")))
+        got, stdout, err = self.run_sh(d, "hang", "--timeout", "2")
+        self.assertEqual(got, 1, stdout + err)
+        self.assertIn("FAIL: fake-hang on bzImage-mine (no result line in 2 s", stdout)
 
     def test_refusals(self):
         d = self.unpack()

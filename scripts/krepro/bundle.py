@@ -184,8 +184,10 @@ def readme_text(meta, kernel, arch, files, comp_why, disk_note, config_note, lim
         expected_lines(meta),
         "",
         "- `BROKEN` (exit 2: the test could not run, or no result line), `SKIP` (exit 4: the "
-        "kernel lacks an option the reproducer needs), `HANG` (exit 3: no result within the "
-        "time limit): neither verdict.",
+        "kernel lacks an option the reproducer needs)"
+        + (": neither verdict. No result within the time limit is this bug's hang: `FAIL`, exit 1."
+           if meta.hang_is_bug else
+           ", `HANG` (exit 3: no result within the time limit): neither verdict."),
         "",
         "The reproducer refuses to run outside a guest: its harness checks for "
         "`krepro.guest=1` on the kernel command line, which run.sh passes.",
