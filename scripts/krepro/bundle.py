@@ -12,7 +12,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 import types
@@ -30,10 +29,6 @@ DISK = "disk.qcow2"
 
 class BundleError(Exception):
     """The bundle cannot be made as asked (said in one line)."""
-
-
-def log(msg):
-    print(f"krepro: bundle: {msg}", file=sys.stderr, flush=True)
 
 
 def compression(cfg):
