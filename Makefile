@@ -11,6 +11,8 @@
 #   make report DIR=results/<run>   re-render a past run's reports, boots nothing
 #   make bisect TREE=DIR GOOD=G BAD=B REPRO=R
 #                    find the commit of TREE that brought REPRO's bug in, and how sure
+#   make bundle REPRO=<id> KERNEL=unpatched|patched|PATH [KREPRO_ARCH=arm] [BUNDLES=dir]
+#                    one row as a tarball that runs where only QEMU is installed
 #   make sweeps      run the long robustness sweeps (not in the matrix) once per flavour
 #   make calibrate   measure the reproducers' FAIL rates on unpatched (CALIBRATE_RUNS
 #                    guests each) and record them in repro/<id>/fail-rate.json, the
@@ -43,7 +45,7 @@ CMAKE_STAMP := $(BUILD)/CMakeCache.txt
 ARM_BUILD := $(BUILD)/arm
 ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
 
-.PHONY: all check-args deps lava-deps lava-check lava-compare distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bisect clean
+.PHONY: all check-args deps lava-deps lava-check lava-compare distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bisect bundle clean
 
 all: build
 
@@ -177,6 +179,12 @@ bisect:
 	@test -n "$(TREE)" -a -n "$(GOOD)" -a -n "$(BAD)" -a -n "$(REPRO)" || { echo "usage: make bisect TREE=DIR GOOD=G BAD=B REPRO=R [MISS=P] [MAX_RUNS=N]" >&2; exit 2; }
 	@PYTHONPATH=scripts python3 -m krepro bisect --tree "$(TREE)" --good "$(GOOD)" --bad "$(BAD)" \
 		$(if $(MISS),--miss $(MISS)) --max-runs $(MAX_RUNS) $(REPRO)
+# krepro bundle builds what the row needs itself (python3 -m krepro bundle --help);
+# KREPRO_ARCH=arm for the ARM guest's.
+BUNDLES ?= bundles
+bundle:
+	@test -n "$(REPRO)" -a -n "$(KERNEL)" || { echo "usage: make bundle REPRO=<id> KERNEL=unpatched|patched|PATH [KREPRO_ARCH=arm] [BUNDLES=dir]" >&2; exit 2; }
+	@PYTHONPATH=scripts /usr/bin/python3 -m krepro bundle --out "$(BUNDLES)" --kernel "$(KERNEL)" "$(REPRO)"
 
 clean:
 	rm -rf $(BUILD)

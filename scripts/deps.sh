@@ -14,7 +14,7 @@ fi
 need_pkgs \
 	build-essential cmake pkg-config git xz-utils python3 python3-yaml \
 	linux-source-6.1 bc bison flex libelf-dev libssl-dev ccache cpio kmod \
-	qemu-system-x86 busybox-static \
+	qemu-system-x86 qemu-utils busybox-static \
 	liburing-dev zlib1g-dev xfslibs-dev libbpf-dev libmnl-dev libnftnl-dev \
 	xfsprogs iproute2
 # The ARM guest: cross compilers, armhf libraries, qemu-system-arm.

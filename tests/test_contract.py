@@ -146,6 +146,20 @@ CASES = [
      128, "/nonexistent/run", None),
     ("gate of unknown labels", ["{py}", "-m", "krepro", "gate", "{s}/gated", "nosuch", "other"], 128,
      "nosuch", None),
+    ("bundle --help", ["{py}", "-m", "krepro", "bundle", "--help"], 0, "Exit status", None),
+    ("bundle without --kernel", ["{py}", "-m", "krepro", "bundle", X], 128, "--kernel", None),
+    ("bundle reproducer typo", ["{py}", "-m", "krepro", "bundle", "--kernel", "patched", "xfs-nowait-di0"],
+     128, "did you mean xfs-nowait-dio?", None),
+    ("bundle of an ARM reproducer on x86_64", ["{py}", "-m", "krepro", "bundle", "--kernel", "patched",
+                                               "arm-kprobe-fortify"], 128, "--arch arm", None),
+    ("bundle --kernel not a kernel", ["{py}", "-m", "krepro", "bundle", "--kernel", "{s}/not-a-kernel", X],
+     128, "not an x86 bzImage", None),
+    ("bundle --kernel typo", ["{py}", "-m", "krepro", "bundle", "--kernel", "pached", X], 128,
+     "did you mean patched?", None),
+    ("bundle --arch bogus", ["{py}", "-m", "krepro", "bundle", "--arch", "sparc", "--kernel", "patched", X],
+     128, "--arch is one of", None),
+    ("bundle --timeout 0", ["{py}", "-m", "krepro", "bundle", "--timeout", "0", "--kernel", "patched", X],
+     128, "--timeout", None),
     # --- scripts/gate.sh: all before the kernel tree is unpacked ---
     ("gate.sh --help", ["{gate}", "--help"], 0, "Exit status", None),
     ("gate.sh without a series", ["{gate}"], 128, "no SERIES given", None),
@@ -177,6 +191,8 @@ CASES = [
      "usage: make bisect", None),
     ("make bisect of no tree", ["make", "-s", "-C", "{top}", "bisect", "TREE=/nonexistent/linux", "GOOD=a",
                                 "BAD=b", "REPRO=" + X], 2, "not a directory", None),
+    ("make bundle without REPRO", ["make", "-s", "-C", "{top}", "bundle", "KERNEL=patched"], 2,
+     "usage: make bundle", None),
 ]
 
 

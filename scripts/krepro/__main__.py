@@ -1,14 +1,15 @@
 """krepro's command line: python3 -m krepro SUBCOMMAND (see HELP)."""
 import argparse
 import json
+import os
 import signal
 import sys
 
 from . import gate as gatemod, render, reports
-from .protocol import CLEAN, INTERRUPTED, REPRODUCED, USAGE
+from .protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE
 from .usage import Parser
 
-SUBCOMMANDS = ("run", "report", "gate", "classify", "bisect")
+SUBCOMMANDS = ("run", "report", "gate", "classify", "bisect", "bundle")
 
 SYNOPSIS = """\
 usage: python3 -m krepro run ARGS...                 run-in-qemu.sh (see: run --help)
@@ -16,6 +17,7 @@ usage: python3 -m krepro run ARGS...                 run-in-qemu.sh (see: run --
        python3 -m krepro gate DIR BASE SERIES        compare two kernels' rows of a run
        python3 -m krepro classify [--json] CONSOLE   the kernel reports in a console log
        python3 -m krepro bisect --good G --bad B REPRO   find the commit that brought a bug in
+       python3 -m krepro bundle REPRO --kernel K     one row as a tarball that runs with QEMU alone
        python3 -m krepro help [SUBCOMMAND]           this, or a subcommand's --help
 """
 
@@ -64,6 +66,29 @@ fields ("frames" a list of every function). No report: "no kernel report"
 (--json: no output).
 
 Exit status: 0 no kernel report, 1 reports found, 128 CONSOLE unreadable.
+"""
+
+
+BUNDLE_HELP = """\
+Make REPRO on kernel K into a directory and a tarball that reproduce it on
+a machine with QEMU alone (no krepro): the kernel image as built and its
+config, REPRO's own guest image (compressed as the kernel can unpack it),
+its disk if it needs one, run.sh (krepro's QEMU command line; it prints
+PASS or FAIL and exits with the reproducer's status), a README (the bug,
+its upstream fix, what PASS and FAIL look like) and SHA256SUMS. Written to
+OUT/<REPRO>-<kernel>-<build>/ and OUT/<REPRO>-<kernel>-<build>.tar.gz; the
+sizes are printed. Builds what is missing, as run-in-qemu.sh does.
+
+  --kernel K      unpatched | patched | PATH to a bzImage (arm: zImage), a
+                  linux-image .deb or an unpacked one (its modules go in the
+                  guest image)
+  --arch A        x86_64 | arm (default x86_64, or $KREPRO_ARCH)
+  --out DIR       where the bundle goes (default: the current directory)
+  --timeout SEC   run.sh's time limit (default: the reproducer's limit plus
+                  the boot's margin, as run-in-qemu.sh)
+
+Exit status: 0 made; 125 the kernel could not be built or had; 128 usage
+error or unreadable input, or the bundle cannot be made (one line says why).
 """
 
 
@@ -130,6 +155,30 @@ def bisect(argv):
     return bisectmod.main(argv)
 
 
+def bundle(argv):
+    p = parser("bundle", "REPRO --kernel K [--arch A] [--out DIR] [--timeout SEC]", BUNDLE_HELP)
+    p.add_argument("repro", metavar="REPRO")
+    p.add_argument("--kernel", required=True)
+    p.add_argument("--arch", default=os.environ.get("KREPRO_ARCH") or "x86_64")
+    p.add_argument("--out", default=".")
+    p.add_argument("--timeout", type=int)
+    o = p.parse_args(argv)
+    from . import arches, bundle as bundlemod, kernels, meta as metamod
+    if o.arch not in arches.ARCHES:
+        return fail("bundle", f"--arch is one of: {' '.join(arches.ARCHES)}, not '{o.arch}'")
+    if o.timeout is not None and not 1 <= o.timeout <= 86400:
+        return fail("bundle", f"--timeout wants a whole number from 1 to 86400, not '{o.timeout}'")
+    try:
+        d, tarball = bundlemod.make(o.repro, o.kernel, o.arch, o.out, o.timeout)
+    except (kernels.UsageError, bundlemod.BundleError, metamod.MetaError) as e:
+        return fail("bundle", str(e))
+    except kernels.Undecidable as e:
+        print(f"krepro: bundle: {e}", file=sys.stderr)
+        return UNDECIDED
+    print(bundlemod.summary(d, tarball))
+    return CLEAN
+
+
 def fail(sub, msg):
     print(f"krepro: {sub}: {msg}", file=sys.stderr)
     return USAGE
@@ -152,7 +201,8 @@ def main(argv):
         # gate and classify need nothing of it.
         from . import cli
         return cli.main(rest)
-    handler = {"report": report, "gate": gate, "classify": classify, "bisect": bisect}.get(sub)
+    handler = {"report": report, "gate": gate, "classify": classify, "bisect": bisect,
+               "bundle": bundle}.get(sub)
     if handler is None:
         what = f"unknown option {sub!r}" if sub.startswith("-") else f"unknown subcommand {sub!r}"
         print(f"krepro: {what}: the subcommands are {', '.join(SUBCOMMANDS)} (see --help)", file=sys.stderr)

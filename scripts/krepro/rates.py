@@ -29,6 +29,11 @@ def repo_path(repro):
     return os.path.join(repro_dir(), repro, "fail-rate.json")
 
 
+def load_repo(repro):
+    """The committed record, repro/<id>/fail-rate.json ({arch: record}), or None."""
+    return _load(repo_path(repro))
+
+
 def cache_path(repro, arch):
     return os.path.join(cache(), "fail-rates", f"{repro}.{arch}.json")
 
