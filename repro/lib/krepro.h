@@ -130,16 +130,19 @@ int krepro_main(const struct krepro_test *test, const char *arches, int argc, ch
  * krepro_broken() and krepro_skip() end the case at once (the case runs in a
  * child process, so they simply exit it).
  */
-void krepro_pass(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void krepro_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void krepro_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+enum krepro_said { KREPRO_SAID_INFO, KREPRO_SAID_PASS, KREPRO_SAID_FAIL, KREPRO_SAID_REPORT };
+void krepro_say(enum krepro_said said, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define krepro_pass(...) krepro_say(KREPRO_SAID_PASS, __VA_ARGS__)
+#define krepro_fail(...) krepro_say(KREPRO_SAID_FAIL, __VA_ARGS__)
+#define krepro_info(...) krepro_say(KREPRO_SAID_INFO, __VA_ARGS__)
 /*
  * A kernel report (or taint) stopped the case: quoted as "<case>: REPORT:"
  * and the case FAILs, but it is not the reproducer's own evidence. The host
  * counts the run as this bug only when the console's report matches the
  * reproducer's signatures; any other report makes it OTHER.
  */
-void krepro_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define krepro_report(...) krepro_say(KREPRO_SAID_REPORT, __VA_ARGS__)
 _Noreturn void krepro_broken_at(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 _Noreturn void krepro_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -241,12 +244,12 @@ int krepro_run_lines(const char *const argv[], void (*line_fn)(const char *line,
 /* The same, BROKEN unless it exits 0. */
 void krepro_must_run(const char *const argv[]);
 
-/* Write a string to a sysfs/configfs/procfs file; BROKEN on error. */
-void krepro_write_file(const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-/* The same, for a write whose failure is the evidence: 0, or -1 with errno. */
+/* Write a string to a sysfs/configfs/procfs file: 0, or -1 with errno (for a
+ * write whose failure is the evidence). */
 int krepro_try_write_file(const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The same, BROKEN on error (naming the call as written: path and text). */
+#define krepro_write_file(path, ...) ((void)SAFE(krepro_try_write_file(path, __VA_ARGS__)))
 /* Read a file's first line (newline removed) into buf; -1 with errno on error. */
 int krepro_read_line(const char *path, char *buf, size_t size);
 

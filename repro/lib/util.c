@@ -98,11 +98,15 @@ void krepro_must_run(const char *const argv[])
 		krepro_broken("%s exited with %d", argv[0], rc);
 }
 
-static int vwrite_file(const char *path, char *buf, size_t size, const char *fmt, va_list ap)
+int krepro_try_write_file(const char *path, const char *fmt, ...)
 {
+	char buf[4096];
+	va_list ap;
 	int fd, len, saved;
 
-	len = vsnprintf(buf, size, fmt, ap);
+	va_start(ap, fmt);
+	len = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -114,31 +118,6 @@ static int vwrite_file(const char *path, char *buf, size_t size, const char *fmt
 	}
 	close(fd);
 	return 0;
-}
-
-int krepro_try_write_file(const char *path, const char *fmt, ...)
-{
-	char buf[4096];
-	va_list ap;
-	int ret;
-
-	va_start(ap, fmt);
-	ret = vwrite_file(path, buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	return ret;
-}
-
-void krepro_write_file(const char *path, const char *fmt, ...)
-{
-	char buf[4096];
-	va_list ap;
-	int ret;
-
-	va_start(ap, fmt);
-	ret = vwrite_file(path, buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (ret < 0)
-		krepro_broken("write '%s' to %s: %s", buf, path, strerror(errno));
 }
 
 int krepro_read_line(const char *path, char *buf, size_t size)
