@@ -291,6 +291,10 @@ int krepro_loopfs_open(const struct krepro_loopfs *fs, const char *name, int fla
 void krepro_copy_nonzero(const char *from, off_t from_off, const char *to, off_t to_off,
 			 off_t size);
 
+/* BROKEN unless the first len bytes of fd's file are mapped by exactly the n
+ * (at most 7) written extents want[i] = { offset, length }, after a sync: a
+ * guard for a case whose bug needs that layout. */
+void krepro_expect_extents(int fd, off_t len, const off_t want[][2], unsigned int n);
 /* Mount dev at dir (created if missing). BROKEN on error. */
 void krepro_mount(const char *dev, const char *fstype, const char *dir);
 /* mkfs (argv after the device, e.g. {"mkfs.xfs", "-f", NULL}), then mount at
@@ -451,6 +455,9 @@ void krepro_xfs_go_down(int fd);
  */
 double krepro_xfs_down_during(const char *mnt, int (*op)(void *arg), void *arg, double delay,
 			      bool *ok);
+/* mkfs.xfs -q -f [-m meta] dev (meta: e.g. "rmapbt=1,reflink=1"). BROKEN on
+ * error. */
+void krepro_xfs_mkfs(const char *dev, const char *meta);
 /* xfs_repair -n dev: its exit status (0: clean). Its output goes out as
  * diagnostics unless quiet; with when, one line says what it found. */
 int krepro_xfs_repair_n(const char *dev, const char *when, bool quiet);
@@ -459,6 +466,10 @@ int krepro_xfs_repair_n(const char *dev, const char *when, bool quiet);
  * its own rmap record; 2,048 blocks give AG 0 a two-level rmapbt on a 512 MiB
  * filesystem. */
 void krepro_xfs_fragmented_file(const char *path, unsigned int blocks);
+/* The first number of the `name` line ("blk_map": xfs_bmapi_read() calls) of
+ * the per-mount stats of the XFS mounted from dev (/dev/loopN). BROKEN if
+ * there is none. */
+unsigned long krepro_xfs_stat(const char *dev, const char *name);
 /* FICLONERANGE of one 4 KiB block: src's at src_off over dst's at dst_off.
  * 0, or -1 with errno (the call under test: judged by the caller). */
 int krepro_clone_block(int dst, off_t dst_off, int src, off_t src_off);

@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
 #include <linux/loop.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -349,4 +351,25 @@ int krepro_loopfs_open(const struct krepro_loopfs *fs, const char *name, int fla
 
 	snprintf(path, sizeof(path), "%s/%s", fs->mnt, name);
 	return (int)SAFE(open(path, flags | O_CLOEXEC, 0644));
+}
+
+void krepro_expect_extents(int fd, off_t len, const off_t want[][2], unsigned int n)
+{
+	struct { struct fiemap fm; struct fiemap_extent ext[8]; } f = {
+		.fm = { .fm_length = (__u64)len, .fm_flags = FIEMAP_FLAG_SYNC,
+			.fm_extent_count = 8 } };
+	const struct fiemap_extent *e = f.fm.fm_extents;
+	const unsigned int odd = FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_DELALLOC;
+	unsigned int i = 0;
+
+	SAFE(ioctl(fd, FS_IOC_FIEMAP, &f.fm));
+	while (i < n && i < f.fm.fm_mapped_extents && e[i].fe_logical == (__u64)want[i][0] &&
+	       e[i].fe_length == (__u64)want[i][1] && !(e[i].fe_flags & odd))
+		i++;
+	if (i < n || f.fm.fm_mapped_extents != n)
+		krepro_broken("wrong layout: %u extents; extent %u at %llu len %llu flags %#x, "
+			      "want a written one at %lld len %lld", f.fm.fm_mapped_extents, i,
+			      (unsigned long long)e[i].fe_logical,
+			      (unsigned long long)e[i].fe_length, e[i].fe_flags,
+			      (long long)want[i < n ? i : 0][0], (long long)want[i < n ? i : 0][1]);
 }

@@ -13,6 +13,7 @@
 #include <linux/falloc.h>
 #include <linux/fs.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
@@ -56,6 +57,15 @@ void krepro_xfs_read_block(const char *dev, unsigned int agbno, unsigned char bu
 		krepro_broken("open %s: %m", dev);
 	pread_all(fd, buf, KREPRO_XFS_BLK, (off_t)agbno * KREPRO_XFS_BLK, dev);
 	close(fd);
+}
+
+void krepro_xfs_mkfs(const char *dev, const char *meta)
+{
+	const char *argv[] = { "mkfs.xfs", "-q", "-f", dev, NULL, NULL, NULL };
+
+	if (meta)
+		argv[3] = "-m", argv[4] = meta, argv[5] = dev;
+	krepro_must_run(argv);
 }
 
 int krepro_xfs_repair_n(const char *dev, const char *when, bool quiet)
@@ -273,4 +283,26 @@ double krepro_xfs_down_during(const char *mnt, int (*op)(void *arg), void *arg, 
 	close(go[0]), close(go[1]), close(done[0]), close(done[1]);
 	close(dirfd);
 	return took;
+}
+
+unsigned long krepro_xfs_stat(const char *dev, const char *name)
+{
+	char path[96], line[256], *end;
+	size_t len = strlen(name);
+	unsigned long n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/fs/xfs/%s/stats/stats", strrchr(dev, '/') + 1);
+	f = fopen(path, "re");
+	if (!f)
+		krepro_broken("open %s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, len) && line[len] == ' ') {
+			n = strtoul(line + len + 1, &end, 10);
+			fclose(f);
+			if (end == line + len + 1)
+				break;
+			return n;
+		}
+	krepro_broken("%s has no %s line with a number", path, name);
 }
