@@ -470,6 +470,12 @@ void krepro_xfs_fragmented_file(const char *path, unsigned int blocks);
  * the per-mount stats of the XFS mounted from dev (/dev/loopN). BROKEN if
  * there is none. */
 unsigned long krepro_xfs_stat(const char *dev, const char *name);
+/* mkfs.xfs -m rmapbt=1,reflink=1 dev, and the file "f" of
+ * krepro_xfs_fragmented_file(blocks) in it (mounted at mnt meanwhile); root
+ * gets AG 0's rmapbt root. Returns its key count; BROKEN unless the tree has
+ * two levels and at least three root keys. */
+unsigned int krepro_xfs_rmap_image(const char *dev, const char *mnt, unsigned int blocks,
+				   unsigned char root[KREPRO_XFS_BLK]);
 /* FICLONERANGE of one 4 KiB block: src's at src_off over dst's at dst_off.
  * 0, or -1 with errno (the call under test: judged by the caller). */
 int krepro_clone_block(int dst, off_t dst_off, int src, off_t src_off);
@@ -490,5 +496,10 @@ struct krepro_steps {
 void krepro_step(struct krepro_steps *s, const char *name, bool ok, int err);
 /* Did a step fail with err? */
 bool krepro_steps_gave(const struct krepro_steps *s, int err);
+/* A case's steps failed on fs: let go of it, then FAIL when XFS reported an
+ * internal error in `file` for it (krepro_xfs_internal_error()), naming the
+ * caller; else BROKEN (EUCLEAN alone: any XFS check may give it). */
+void krepro_xfs_steps_failed(int kmsg, struct krepro_loopfs *fs, const char *file,
+			     const struct krepro_steps *st, const char *what);
 
 #endif

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -93,6 +94,23 @@ void krepro_xfs_fragmented_file(const char *path, unsigned int blocks)
 			       KREPRO_XFS_BLK));
 	SAFE(fsync(fd));
 	close(fd);
+}
+
+unsigned int krepro_xfs_rmap_image(const char *dev, const char *mnt, unsigned int blocks,
+				   unsigned char root[KREPRO_XFS_BLK])
+{
+	char path[160];
+
+	krepro_xfs_mkfs(dev, "rmapbt=1,reflink=1");
+	krepro_mount(dev, "xfs", mnt);
+	snprintf(path, sizeof(path), "%s/f", mnt);
+	krepro_xfs_fragmented_file(path, blocks);
+	SAFE(umount(mnt));
+	krepro_xfs_rmap_root(dev, root);
+	if (krepro_be16(root + 4) != 1 || krepro_be16(root + 6) < 3)
+		krepro_broken("AG 0's rmapbt has level %u with %u keys, want a two-level tree",
+			      krepro_be16(root + 4), krepro_be16(root + 6));
+	return krepro_be16(root + 6);
 }
 
 unsigned int krepro_xfs_rmap_leaf(const char *dev, const unsigned char root[KREPRO_XFS_BLK],
@@ -203,6 +221,23 @@ bool krepro_xfs_internal_error(int kmsg, const char *dev, const char *file, char
 		return true;
 	}
 	return false;
+}
+
+void krepro_xfs_steps_failed(int kmsg, struct krepro_loopfs *fs, const char *file,
+			     const struct krepro_steps *st, const char *what)
+{
+	char caller[128] = "";
+	bool euclean = krepro_steps_gave(st, EUCLEAN),
+	     report = krepro_xfs_internal_error(kmsg, fs->dev, file, caller, sizeof(caller));
+
+	krepro_loopfs_release(fs);
+	if (report)
+		krepro_fail("%s: %s (XFS: internal error in %s, caller %s)%s", what, st->text,
+			    file, caller, euclean ? "" : " without EUCLEAN");
+	else
+		krepro_broken("%s: %s: %s no corruption report from %s%s, so not shown to be "
+			      "this bug", what, st->text, euclean ? "EUCLEAN but" : "no EUCLEAN and",
+			      file, kmsg < 0 ? " (kmsg unreadable)" : "");
 }
 
 struct log_items {
