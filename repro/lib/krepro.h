@@ -429,6 +429,10 @@ void krepro_xfs_read_block(const char *dev, unsigned int agbno,
  * into leaf; returns its agbno. BROKEN if it is not an rmapbt leaf. */
 unsigned int krepro_xfs_rmap_leaf(const char *dev, const unsigned char root[KREPRO_XFS_BLK],
 				  unsigned int i, unsigned char leaf[KREPRO_XFS_BLK]);
+/* The first file blocks of the records of inode owner's data fork in the leaf
+ * under root key i (0: the first), at most n, into blocks: how many. */
+unsigned int krepro_xfs_rmap_leaf_blocks(const char *dev, unsigned int i, uint64_t owner,
+					 uint64_t *blocks, unsigned int n);
 /* The record of AG 0's rmapbt (one or two levels, read raw) that maps file
  * block `block` of inode owner's data fork: true, with the AG block it maps
  * that file block to and the offset's unwritten bit. */
@@ -476,6 +480,14 @@ unsigned long krepro_xfs_stat(const char *dev, const char *name);
  * two levels and at least three root keys. */
 unsigned int krepro_xfs_rmap_image(const char *dev, const char *mnt, unsigned int blocks,
 				   unsigned char root[KREPRO_XFS_BLK]);
+/* xfs_db -x -c cmds[0] -c cmds[1] ... img (cmds NULL-terminated, at most 7):
+ * its exit status; value gets the value its "<field> = <value>" line prints
+ * (after a fuzz or write of field: the new value), "?" when none. */
+int krepro_xfs_db_x(const char *img, const char *const cmds[], const char *field, char *value,
+		    size_t size);
+/* FS_IOC_GETFSMAP over the whole filesystem mounted at mnt, in batches (on
+ * XFS a ranged rmapbt query): 0, or -1 with errno (a step under test). */
+int krepro_getfsmap_all(const char *mnt);
 /* FICLONERANGE of one 4 KiB block: src's at src_off over dst's at dst_off.
  * 0, or -1 with errno (the call under test: judged by the caller). */
 int krepro_clone_block(int dst, off_t dst_off, int src, off_t src_off);

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <linux/fsmap.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,61 @@ unsigned int krepro_xfs_rmap_leaf(const char *dev, const unsigned char root[KREP
 	return agbno;
 }
 
+struct db_value {
+	const char *field;
+	char *buf;
+	size_t size;
+};
+
+/* xfs_db's "<field> = <value>" line: the value. */
+static void take_value(const char *line, void *ctx)
+{
+	struct db_value *out = ctx;
+	const char *eq = strstr(line, " = ");
+
+	if (eq && strstr(line, out->field))
+		snprintf(out->buf, out->size, "%s", eq + 3);
+}
+
+int krepro_xfs_db_x(const char *img, const char *const cmds[], const char *field, char *value,
+		    size_t size)
+{
+	const char *argv[20] = { "xfs_db", "-x" };
+	struct db_value out = { field, value, size };
+	int n = 2;
+
+	for (int i = 0; cmds[i] && n < 17; i++) {
+		argv[n++] = "-c";
+		argv[n++] = cmds[i];
+	}
+	argv[n] = img;
+	snprintf(value, size, "?");
+	return krepro_run_lines(argv, take_value, &out);
+}
+
+int krepro_getfsmap_all(const char *mnt)
+{
+	enum { N = 128 };
+	struct fsmap_head *h = SAFE_PTR(calloc(1, sizeof(*h) + N * sizeof(struct fsmap)));
+	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = -1;
+
+	h->fmh_keys[1] = (struct fsmap){ .fmr_device = UINT32_MAX, .fmr_physical = UINT64_MAX,
+					 .fmr_owner = UINT64_MAX, .fmr_offset = UINT64_MAX,
+					 .fmr_flags = UINT32_MAX };
+	h->fmh_count = N;
+	while (fd >= 0 && (ret = ioctl(fd, FS_IOC_GETFSMAP, h)) == 0 && h->fmh_entries) {
+		struct fsmap *last = &h->fmh_recs[h->fmh_entries - 1];
+
+		if (last->fmr_flags & FMR_OF_LAST)
+			break;
+		h->fmh_keys[0] = *last;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(h);
+	return ret;
+}
+
 int krepro_clone_block(int dst, off_t dst_off, int src, off_t src_off)
 {
 	struct file_clone_range fcr = {
@@ -169,6 +225,24 @@ static bool rec_maps(const unsigned char *rec, uint64_t owner, uint64_t block)
 	return krepro_be64(rec + 8) == owner &&
 	       !(off & KREPRO_RMAP_FLAGS & ~KREPRO_RMAP_UNWRITTEN) &&
 	       block >= start && block < start + krepro_be32(rec + 4);
+}
+
+unsigned int krepro_xfs_rmap_leaf_blocks(const char *dev, unsigned int i, uint64_t owner,
+					 uint64_t *blocks, unsigned int n)
+{
+	unsigned char root[KREPRO_XFS_BLK], leaf[KREPRO_XFS_BLK];
+	unsigned int found = 0;
+
+	krepro_xfs_rmap_root(dev, root);
+	krepro_xfs_rmap_leaf(dev, root, i, leaf);
+	for (unsigned int r = 0; r < krepro_be16(leaf + 6) && found < n; r++) {
+		const unsigned char *rec = leaf + KREPRO_XFS_BB_HDR + r * KREPRO_RMAP_REC;
+		uint64_t start = krepro_be64(rec + 16) & ~KREPRO_RMAP_FLAGS;
+
+		if (rec_maps(rec, owner, start))
+			blocks[found++] = start;
+	}
+	return found;
 }
 
 bool krepro_xfs_rmap_lookup(const char *dev, uint64_t owner, uint64_t block, uint32_t *agbno,
