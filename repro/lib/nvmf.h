@@ -74,4 +74,29 @@ void krepro_nvme_timeout_case(int instance);
  * (bounded), then the target. Never BROKEN. */
 void krepro_nvmf_teardown(const struct krepro_nvmf *t, int instance);
 
+/*
+ * The request requeued twice sits on two of blk-mq's request lists, which
+ * CONFIG_DEBUG_LIST (nvme-timeout.config) catches: in nvme code (the
+ * transport's functions, a regex such as "nvme_tcp_.*", or the core's
+ * teardown cancelling requests), or later in blk-mq itself, when the requeue
+ * work or a dispatch from kblockd next moves the request (nvme-tcp-timeout's
+ * README, "With list debugging"): no function of the transport is on that
+ * stack, by nature. Both reproducers' signatures, as array elements.
+ */
+#define KREPRO_NVME_LIST_SIGNATURES(transport_functions) \
+	{ "LIST", "^list_(add|del) (corruption|double add)", \
+	  transport_functions "|nvme_cancel_(request|tagset|admin_tagset)", "CONFIG_DEBUG_LIST" }, \
+	{ "LIST", "^list_(add|del) (corruption|double add)", \
+	  "blk_mq_(dispatch_rq_list|requeue_work)", "CONFIG_DEBUG_LIST" }
+
+/*
+ * The struct krepro_test fields both reproducers share. Their own evidence is
+ * the stalled read whose request was lost (nvmf.c): blk-mq's debugfs is where
+ * the state shows it holds none, so without it the stall is BROKEN. The storm
+ * needs two CPUs and the host to itself (a race).
+ */
+#define KREPRO_NVME_TIMEOUT_FIELDS \
+	.own_evidence = true, .own_detectors = "CONFIG_BLK_DEBUG_FS", .min_cpus = 2, \
+	.alone = true, .timeout = 300
+
 #endif

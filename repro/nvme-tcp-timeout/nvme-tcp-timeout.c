@@ -73,22 +73,7 @@ static const struct krepro_case cases[] = {
 static const struct krepro_signature signatures[] = {
 	/* BUG_ON: on every kernel. */
 	{ "BUG", "^kernel BUG at block/blk-mq\\.c:[0-9]+$", "nvme_tcp_timeout", NULL },
-	/*
-	 * CONFIG_DEBUG_LIST (nvme-timeout.config): the request requeued twice
-	 * sits on two of blk-mq's request lists; caught in nvme code, the
-	 * transport's or the core's teardown cancelling requests.
-	 */
-	{ "LIST", "^list_(add|del) (corruption|double add)",
-	  "nvme_tcp_.*|nvme_cancel_(request|tagset|admin_tagset)", "CONFIG_DEBUG_LIST" },
-	/*
-	 * Names no nvme frame, by nature: the same damage found later by blk-mq,
-	 * when the requeue work or a dispatch from kblockd next moves the
-	 * request (README, "With list debugging": list_del in
-	 * blk_mq_dispatch_rq_list, list_add from blk_mq_requeue_work). No
-	 * function of the transport is on that stack.
-	 */
-	{ "LIST", "^list_(add|del) (corruption|double add)", "blk_mq_(dispatch_rq_list|requeue_work)",
-	  "CONFIG_DEBUG_LIST" },
+	KREPRO_NVME_LIST_SIGNATURES("nvme_tcp_.*"),
 	{ NULL },
 };
 
@@ -100,15 +85,7 @@ static const struct krepro_test test = {
 	.seed = "007-patch-nvme-tcp-avoid-race-between-time-out-and-tear-down.patch",
 	.needs_kconfigs = kconfigs,
 	.signatures = signatures,
-	/*
-	 * The stalled read whose request was lost (nvmf.c): blk-mq's debugfs is
-	 * where the state shows it holds none. Without it the stall is BROKEN.
-	 */
-	.own_evidence = true,
-	.own_detectors = "CONFIG_BLK_DEBUG_FS",
-	.min_cpus = 2,
-	.alone = true,
-	.timeout = 300,
+	KREPRO_NVME_TIMEOUT_FIELDS,
 	.setup = setup,
 	.cleanup = cleanup,
 	.cases = cases,
