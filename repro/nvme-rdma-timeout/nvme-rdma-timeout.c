@@ -16,8 +16,6 @@
 #include "krepro.h"
 #include "nvmf.h"
 
-#include <libmnl/libmnl.h>
-#include <linux/netlink.h>
 #include <sys/stat.h>
 
 static const struct krepro_nvmf target = {
@@ -29,25 +27,22 @@ static const struct krepro_nvmf target = {
 	.host_opts = "reconnect_delay=1,ctrl_loss_tmo=-1",
 };
 
-static int instance = -1;
-
-static void setup(void)
+/* The soft-RoCE link the target listens on. */
+static void rxe_link(struct mnl_socket *rtnl)
 {
 	static const char *const rxe[] = { "rdma", "link", "add", "rxe0", "type", "rxe",
 					   "netdev", "veth0", NULL };
-	struct mnl_socket *rtnl;
 
-	krepro_nvmf_preflight(&target);
-	rtnl = krepro_nl_open(NETLINK_ROUTE);
-	krepro_link_up(rtnl, "lo");
 	krepro_veth_add(rtnl, "veth0", "veth1", -1);
 	krepro_addr_add(rtnl, "veth0", "10.0.0.1/24");
 	krepro_link_up(rtnl, "veth0");
 	krepro_link_up(rtnl, "veth1");
 	krepro_must_run(rxe);
-	mnl_socket_close(rtnl);
-	krepro_nvmet_setup(&target);
-	instance = krepro_nvmf_connect(&target, 60);
+}
+
+static void setup(void)
+{
+	krepro_nvmf_setup(&target, rxe_link);
 }
 
 static void cleanup(void)
@@ -55,23 +50,17 @@ static void cleanup(void)
 	static const char *const rxe_del[] = { "rdma", "link", "delete", "rxe0", NULL };
 	struct stat st;
 
-	krepro_nvmf_teardown(&target, instance);
+	krepro_nvmf_teardown(&target);
 	if (stat("/sys/class/infiniband/rxe0", &st) == 0)
 		krepro_run_cmd(rxe_del);
 }
 
-static void run_storm(void)
-{
-	krepro_nvme_timeout_case(instance);
-}
-
 static const char *const kconfigs[] = { "CONFIG_NVME_RDMA", "CONFIG_NVME_TARGET_RDMA",
 					"CONFIG_RDMA_RXE", "CONFIG_VETH",
-					"CONFIG_BLK_DEV_NULL_BLK", "CONFIG_FAIL_IO_TIMEOUT",
-					"CONFIG_FAULT_INJECTION_DEBUG_FS", NULL };
+					KREPRO_NVME_TIMEOUT_KCONFIGS, NULL };
 
 static const struct krepro_case cases[] = {
-	{ "timeout-storm", run_storm },
+	{ "timeout-storm", krepro_nvme_timeout_case },
 	{ NULL, NULL },
 };
 

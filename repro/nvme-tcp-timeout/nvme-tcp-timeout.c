@@ -17,9 +17,6 @@
 #include "krepro.h"
 #include "nvmf.h"
 
-#include <libmnl/libmnl.h>
-#include <linux/netlink.h>
-
 static const struct krepro_nvmf target = {
 	.trtype = "tcp",
 	.traddr = "127.0.0.1",
@@ -30,36 +27,21 @@ static const struct krepro_nvmf target = {
 	.host_opts = "reconnect_delay=1,ctrl_loss_tmo=-1",
 };
 
-static int instance = -1;
-
 static void setup(void)
 {
-	struct mnl_socket *rtnl;
-
-	krepro_nvmf_preflight(&target);
-	rtnl = krepro_nl_open(NETLINK_ROUTE);
-	krepro_link_up(rtnl, "lo");
-	mnl_socket_close(rtnl);
-	krepro_nvmet_setup(&target);
-	instance = krepro_nvmf_connect(&target, 60);
+	krepro_nvmf_setup(&target, NULL);
 }
 
 static void cleanup(void)
 {
-	krepro_nvmf_teardown(&target, instance);
-}
-
-static void run_storm(void)
-{
-	krepro_nvme_timeout_case(instance);
+	krepro_nvmf_teardown(&target);
 }
 
 static const char *const kconfigs[] = { "CONFIG_NVME_TCP", "CONFIG_NVME_TARGET_TCP",
-					"CONFIG_BLK_DEV_NULL_BLK", "CONFIG_FAIL_IO_TIMEOUT",
-					"CONFIG_FAULT_INJECTION_DEBUG_FS", NULL };
+					KREPRO_NVME_TIMEOUT_KCONFIGS, NULL };
 
 static const struct krepro_case cases[] = {
-	{ "timeout-storm", run_storm },
+	{ "timeout-storm", krepro_nvme_timeout_case },
 	{ NULL, NULL },
 };
 
