@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * XFS helpers the rmap reproducers share: the raw on-disk rmapbt of AG 0
- * (xfs_db's key fields do not show the unwritten bit), xfs_repair -n, the
- * one-block clone and the steps a case's evidence names.
+ * XFS helpers the reproducers share: mkfs and the rmapbt image, the raw
+ * on-disk rmapbt of AG 0 (xfs_db's key fields lack the unwritten bit), xfs_db,
+ * xfs_repair -n, logprint, GETFSMAP, stats, the clone and a case's steps.
  */
 #define _GNU_SOURCE
 #include "krepro.h"
