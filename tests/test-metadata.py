@@ -266,12 +266,12 @@ def failing_functions():
 def check_own_evidence(name, meta, failing):
     """own_evidence says whether the reproducer's cases can FAIL by
     themselves: its source calls krepro_fail() or a library function that
-    does."""
+    does, or names one as a case's function."""
     text = ""
     for path in glob.glob(os.path.join(TOP, "repro", name, "*.c")):
         with open(path, errors="replace") as f:
             text += f.read()
-    calls = sorted(f for f in failing if re.search(r"\b" + re.escape(f) + r"\(", text))
+    calls = sorted(f for f in failing if re.search(r"\b" + re.escape(f) + r"\b", text))
     if meta.own_evidence and not calls:
         fail(name, "own_evidence is true, but its source calls neither krepro_fail() nor "
              "a library function that FAILs a case")

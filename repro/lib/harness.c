@@ -65,15 +65,6 @@ static void vdiag(const char *tag, const char *fmt, va_list ap)
 	fflush(stdout);
 }
 
-void krepro_info(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vdiag("", fmt, ap);
-	va_end(ap);
-}
-
 /* "<case>: <VERDICT>: [where ]message" lines: the host quotes them as evidence. */
 static void vverdict(const char *verdict, const char *where, const char *fmt, va_list ap)
 {
@@ -83,40 +74,25 @@ static void vverdict(const char *verdict, const char *where, const char *fmt, va
 	vdiag(tag, fmt, ap);
 }
 
-void krepro_pass(const char *fmt, ...)
+void krepro_say(enum krepro_said said, const char *fmt, ...)
 {
+	/* FAIL is the case's own evidence, REPORT a kernel report's. */
+	static const char *const verdict[] = {
+		[KREPRO_SAID_PASS] = "PASS", [KREPRO_SAID_FAIL] = "FAIL",
+		[KREPRO_SAID_REPORT] = "REPORT",
+	};
 	va_list ap;
 
 	va_start(ap, fmt);
-	vverdict("PASS", "", fmt, ap);
+	if (said == KREPRO_SAID_INFO)
+		vdiag("", fmt, ap);
+	else
+		vverdict(verdict[said], "", fmt, ap);
 	va_end(ap);
-	if (case_result != KREPRO_FAIL)
+	if (said == KREPRO_SAID_PASS && case_result != KREPRO_FAIL)
 		case_result = KREPRO_PASS;
-}
-
-/* The case FAILs; tag says on what: FAIL own evidence, REPORT a kernel report. */
-static void vfail(const char *tag, const char *fmt, va_list ap)
-{
-	vverdict(tag, "", fmt, ap);
-	case_result = KREPRO_FAIL;
-}
-
-void krepro_fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfail("FAIL", fmt, ap);
-	va_end(ap);
-}
-
-void krepro_report(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfail("REPORT", fmt, ap);
-	va_end(ap);
+	else if (said == KREPRO_SAID_FAIL || said == KREPRO_SAID_REPORT)
+		case_result = KREPRO_FAIL;
 }
 
 void krepro_broken_at(const char *file, int line, const char *fmt, ...)

@@ -130,16 +130,19 @@ int krepro_main(const struct krepro_test *test, const char *arches, int argc, ch
  * krepro_broken() and krepro_skip() end the case at once (the case runs in a
  * child process, so they simply exit it).
  */
-void krepro_pass(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void krepro_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void krepro_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+enum krepro_said { KREPRO_SAID_INFO, KREPRO_SAID_PASS, KREPRO_SAID_FAIL, KREPRO_SAID_REPORT };
+void krepro_say(enum krepro_said said, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define krepro_pass(...) krepro_say(KREPRO_SAID_PASS, __VA_ARGS__)
+#define krepro_fail(...) krepro_say(KREPRO_SAID_FAIL, __VA_ARGS__)
+#define krepro_info(...) krepro_say(KREPRO_SAID_INFO, __VA_ARGS__)
 /*
  * A kernel report (or taint) stopped the case: quoted as "<case>: REPORT:"
  * and the case FAILs, but it is not the reproducer's own evidence. The host
  * counts the run as this bug only when the console's report matches the
  * reproducer's signatures; any other report makes it OTHER.
  */
-void krepro_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define krepro_report(...) krepro_say(KREPRO_SAID_REPORT, __VA_ARGS__)
 _Noreturn void krepro_broken_at(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 _Noreturn void krepro_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -241,12 +244,12 @@ int krepro_run_lines(const char *const argv[], void (*line_fn)(const char *line,
 /* The same, BROKEN unless it exits 0. */
 void krepro_must_run(const char *const argv[]);
 
-/* Write a string to a sysfs/configfs/procfs file; BROKEN on error. */
-void krepro_write_file(const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-/* The same, for a write whose failure is the evidence: 0, or -1 with errno. */
+/* Write a string to a sysfs/configfs/procfs file: 0, or -1 with errno (for a
+ * write whose failure is the evidence). */
 int krepro_try_write_file(const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The same, BROKEN on error (naming the call as written: path and text). */
+#define krepro_write_file(path, ...) ((void)SAFE(krepro_try_write_file(path, __VA_ARGS__)))
 /* Read a file's first line (newline removed) into buf; -1 with errno on error. */
 int krepro_read_line(const char *path, char *buf, size_t size);
 
@@ -288,6 +291,10 @@ int krepro_loopfs_open(const struct krepro_loopfs *fs, const char *name, int fla
 void krepro_copy_nonzero(const char *from, off_t from_off, const char *to, off_t to_off,
 			 off_t size);
 
+/* BROKEN unless the first len bytes of fd's file are mapped by exactly the n
+ * (at most 7) written extents want[i] = { offset, length }, after a sync: a
+ * guard for a case whose bug needs that layout. */
+void krepro_expect_extents(int fd, off_t len, const off_t want[][2], unsigned int n);
 /* Mount dev at dir (created if missing). BROKEN on error. */
 void krepro_mount(const char *dev, const char *fstype, const char *dir);
 /* mkfs (argv after the device, e.g. {"mkfs.xfs", "-f", NULL}), then mount at
@@ -422,6 +429,10 @@ void krepro_xfs_read_block(const char *dev, unsigned int agbno,
  * into leaf; returns its agbno. BROKEN if it is not an rmapbt leaf. */
 unsigned int krepro_xfs_rmap_leaf(const char *dev, const unsigned char root[KREPRO_XFS_BLK],
 				  unsigned int i, unsigned char leaf[KREPRO_XFS_BLK]);
+/* The first file blocks of the records of inode owner's data fork in the leaf
+ * under root key i (0: the first), at most n, into blocks: how many. */
+unsigned int krepro_xfs_rmap_leaf_blocks(const char *dev, unsigned int i, uint64_t owner,
+					 uint64_t *blocks, unsigned int n);
 /* The record of AG 0's rmapbt (one or two levels, read raw) that maps file
  * block `block` of inode owner's data fork: true, with the AG block it maps
  * that file block to and the offset's unwritten bit. */
@@ -448,6 +459,9 @@ void krepro_xfs_go_down(int fd);
  */
 double krepro_xfs_down_during(const char *mnt, int (*op)(void *arg), void *arg, double delay,
 			      bool *ok);
+/* mkfs.xfs -q -f [-m meta] dev (meta: e.g. "rmapbt=1,reflink=1"). BROKEN on
+ * error. */
+void krepro_xfs_mkfs(const char *dev, const char *meta);
 /* xfs_repair -n dev: its exit status (0: clean). Its output goes out as
  * diagnostics unless quiet; with when, one line says what it found. */
 int krepro_xfs_repair_n(const char *dev, const char *when, bool quiet);
@@ -456,6 +470,24 @@ int krepro_xfs_repair_n(const char *dev, const char *when, bool quiet);
  * its own rmap record; 2,048 blocks give AG 0 a two-level rmapbt on a 512 MiB
  * filesystem. */
 void krepro_xfs_fragmented_file(const char *path, unsigned int blocks);
+/* The first number of the `name` line ("blk_map": xfs_bmapi_read() calls) of
+ * the per-mount stats of the XFS mounted from dev (/dev/loopN). BROKEN if
+ * there is none. */
+unsigned long krepro_xfs_stat(const char *dev, const char *name);
+/* mkfs.xfs -m rmapbt=1,reflink=1 dev, and the file "f" of
+ * krepro_xfs_fragmented_file(blocks) in it (mounted at mnt meanwhile); root
+ * gets AG 0's rmapbt root. Returns its key count; BROKEN unless the tree has
+ * two levels and at least three root keys. */
+unsigned int krepro_xfs_rmap_image(const char *dev, const char *mnt, unsigned int blocks,
+				   unsigned char root[KREPRO_XFS_BLK]);
+/* xfs_db -x -c cmds[0] -c cmds[1] ... img (cmds NULL-terminated, at most 7):
+ * its exit status; value gets the value its "<field> = <value>" line prints
+ * (after a fuzz or write of field: the new value), "?" when none. */
+int krepro_xfs_db_x(const char *img, const char *const cmds[], const char *field, char *value,
+		    size_t size);
+/* FS_IOC_GETFSMAP over the whole filesystem mounted at mnt, in batches (on
+ * XFS a ranged rmapbt query): 0, or -1 with errno (a step under test). */
+int krepro_getfsmap_all(const char *mnt);
 /* FICLONERANGE of one 4 KiB block: src's at src_off over dst's at dst_off.
  * 0, or -1 with errno (the call under test: judged by the caller). */
 int krepro_clone_block(int dst, off_t dst_off, int src, off_t src_off);
@@ -476,5 +508,10 @@ struct krepro_steps {
 void krepro_step(struct krepro_steps *s, const char *name, bool ok, int err);
 /* Did a step fail with err? */
 bool krepro_steps_gave(const struct krepro_steps *s, int err);
+/* A case's steps failed on fs: let go of it, then FAIL when XFS reported an
+ * internal error in `file` for it (krepro_xfs_internal_error()), naming the
+ * caller; else BROKEN (EUCLEAN alone: any XFS check may give it). */
+void krepro_xfs_steps_failed(int kmsg, struct krepro_loopfs *fs, const char *file,
+			     const struct krepro_steps *st, const char *what);
 
 #endif

@@ -11,6 +11,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libmnl/libmnl.h>
+#include <linux/netlink.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -92,6 +94,9 @@ void krepro_nvmet_cleanup(const struct krepro_nvmf *t)
 		krepro_info("rmdir %s: %s", path, strerror(errno));
 }
 
+/* The controller krepro_nvmf_connect() made, for the case and the teardown. */
+static int connected = -1;
+
 int krepro_nvmf_connect(const struct krepro_nvmf *t, double wait_s)
 {
 	char opts[512], reply[256], disk[64];
@@ -114,7 +119,22 @@ int krepro_nvmf_connect(const struct krepro_nvmf *t, double wait_s)
 	snprintf(disk, sizeof(disk), "/dev/nvme%dn1", instance);
 	if (!krepro_poll_until(path_appeared, disk, wait_s, 0.05, NULL))
 		krepro_broken("%s did not appear within %.0f s of the connect", disk, wait_s);
+	connected = instance;
 	return instance;
+}
+
+void krepro_nvmf_setup(const struct krepro_nvmf *t, void (*net)(struct mnl_socket *rtnl))
+{
+	struct mnl_socket *rtnl;
+
+	krepro_nvmf_preflight(t);
+	rtnl = krepro_nl_open(NETLINK_ROUTE);
+	krepro_link_up(rtnl, "lo");
+	if (net)
+		net(rtnl);
+	mnl_socket_close(rtnl);
+	krepro_nvmet_setup(t);
+	krepro_nvmf_connect(t, 60);
 }
 
 /* In the child of krepro_nvmf_delete(): the write that tears the controller down. */
@@ -510,8 +530,9 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s)
 	return passed;
 }
 
-void krepro_nvme_timeout_case(int instance)
+void krepro_nvme_timeout_case(void)
 {
+	int instance = connected;
 	struct krepro_nvme_storm storm = {
 		.instance = instance,
 		.threads = 16,
@@ -552,8 +573,9 @@ void krepro_nvme_timeout_case(int instance)
 	}
 }
 
-void krepro_nvmf_teardown(const struct krepro_nvmf *t, int instance)
+void krepro_nvmf_teardown(const struct krepro_nvmf *t)
 {
+	int instance = connected;
 	char path[64];
 
 	snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d", instance);

@@ -32,8 +32,15 @@ void krepro_nvmet_setup(const struct krepro_nvmf *t);
 /* Undo krepro_nvmet_setup() as far as it got; never BROKEN. */
 void krepro_nvmet_cleanup(const struct krepro_nvmf *t);
 
-/* Connect the host; returns the controller instance (N of nvmeN) and waits up
- * to `wait_s` seconds for /dev/nvmeNn1. BROKEN on error. */
+/* The reproducers' setup: krepro_nvmf_preflight(), loopback up, then net()
+ * when given (the transport's own links, on an rtnetlink socket), the target
+ * (krepro_nvmet_setup()) and the host connected (krepro_nvmf_connect(), 60 s
+ * for its disk). BROKEN on error. */
+void krepro_nvmf_setup(const struct krepro_nvmf *t, void (*net)(struct mnl_socket *rtnl));
+
+/* Connect the host; returns the controller instance (N of nvmeN), kept for
+ * krepro_nvme_timeout_case() and krepro_nvmf_teardown(), and waits up to
+ * `wait_s` seconds for /dev/nvmeNn1. BROKEN on error. */
 int krepro_nvmf_connect(const struct krepro_nvmf *t, double wait_s);
 /* Delete controller `instance` from a child process (krepro_run_child()),
  * waiting up to `wait_s` seconds: deleted when the child exited KREPRO_PASS.
@@ -64,14 +71,43 @@ struct krepro_nvme_storm {
 bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s);
 
 /*
- * The nvme-*-timeout case: the storm with the suite's figures (README of
- * nvme-tcp-timeout), then the controller deleted, which must finish within a
- * minute.
+ * The nvme-*-timeout case, on the controller krepro_nvmf_connect() made: the
+ * storm with the suite's figures (README of nvme-tcp-timeout), then the
+ * controller deleted, which must finish within a minute.
  */
-void krepro_nvme_timeout_case(int instance);
+void krepro_nvme_timeout_case(void);
 
-/* Cleanup for those reproducers: delete the controller if it is still there
- * (bounded), then the target. Never BROKEN. */
-void krepro_nvmf_teardown(const struct krepro_nvmf *t, int instance);
+/* Cleanup for those reproducers: delete the connected controller if it is
+ * still there (bounded), then the target. Never BROKEN. */
+void krepro_nvmf_teardown(const struct krepro_nvmf *t);
+
+/* What the storm needs of the kernel, besides the transport's options. */
+#define KREPRO_NVME_TIMEOUT_KCONFIGS \
+	"CONFIG_BLK_DEV_NULL_BLK", "CONFIG_FAIL_IO_TIMEOUT", "CONFIG_FAULT_INJECTION_DEBUG_FS"
+
+/*
+ * The request requeued twice sits on two of blk-mq's request lists, which
+ * CONFIG_DEBUG_LIST (nvme-timeout.config) catches: in nvme code (the
+ * transport's functions, a regex such as "nvme_tcp_.*", or the core's
+ * teardown cancelling requests), or later in blk-mq itself, when the requeue
+ * work or a dispatch from kblockd next moves the request (nvme-tcp-timeout's
+ * README, "With list debugging"): no function of the transport is on that
+ * stack, by nature. Both reproducers' signatures, as array elements.
+ */
+#define KREPRO_NVME_LIST_SIGNATURES(transport_functions) \
+	{ "LIST", "^list_(add|del) (corruption|double add)", \
+	  transport_functions "|nvme_cancel_(request|tagset|admin_tagset)", "CONFIG_DEBUG_LIST" }, \
+	{ "LIST", "^list_(add|del) (corruption|double add)", \
+	  "blk_mq_(dispatch_rq_list|requeue_work)", "CONFIG_DEBUG_LIST" }
+
+/*
+ * The struct krepro_test fields both reproducers share. Their own evidence is
+ * the stalled read whose request was lost (nvmf.c): blk-mq's debugfs is where
+ * the state shows it holds none, so without it the stall is BROKEN. The storm
+ * needs two CPUs and the host to itself (a race).
+ */
+#define KREPRO_NVME_TIMEOUT_FIELDS \
+	.own_evidence = true, .own_detectors = "CONFIG_BLK_DEBUG_FS", .min_cpus = 2, \
+	.alone = true, .timeout = 300
 
 #endif

@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
 #include <linux/loop.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -98,11 +100,15 @@ void krepro_must_run(const char *const argv[])
 		krepro_broken("%s exited with %d", argv[0], rc);
 }
 
-static int vwrite_file(const char *path, char *buf, size_t size, const char *fmt, va_list ap)
+int krepro_try_write_file(const char *path, const char *fmt, ...)
 {
+	char buf[4096];
+	va_list ap;
 	int fd, len, saved;
 
-	len = vsnprintf(buf, size, fmt, ap);
+	va_start(ap, fmt);
+	len = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -114,31 +120,6 @@ static int vwrite_file(const char *path, char *buf, size_t size, const char *fmt
 	}
 	close(fd);
 	return 0;
-}
-
-int krepro_try_write_file(const char *path, const char *fmt, ...)
-{
-	char buf[4096];
-	va_list ap;
-	int ret;
-
-	va_start(ap, fmt);
-	ret = vwrite_file(path, buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	return ret;
-}
-
-void krepro_write_file(const char *path, const char *fmt, ...)
-{
-	char buf[4096];
-	va_list ap;
-	int ret;
-
-	va_start(ap, fmt);
-	ret = vwrite_file(path, buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (ret < 0)
-		krepro_broken("write '%s' to %s: %s", buf, path, strerror(errno));
 }
 
 int krepro_read_line(const char *path, char *buf, size_t size)
@@ -370,4 +351,25 @@ int krepro_loopfs_open(const struct krepro_loopfs *fs, const char *name, int fla
 
 	snprintf(path, sizeof(path), "%s/%s", fs->mnt, name);
 	return (int)SAFE(open(path, flags | O_CLOEXEC, 0644));
+}
+
+void krepro_expect_extents(int fd, off_t len, const off_t want[][2], unsigned int n)
+{
+	struct { struct fiemap fm; struct fiemap_extent ext[8]; } f = {
+		.fm = { .fm_length = (__u64)len, .fm_flags = FIEMAP_FLAG_SYNC,
+			.fm_extent_count = 8 } };
+	const struct fiemap_extent *e = f.fm.fm_extents;
+	const unsigned int odd = FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_DELALLOC;
+	unsigned int i = 0;
+
+	SAFE(ioctl(fd, FS_IOC_FIEMAP, &f.fm));
+	while (i < n && i < f.fm.fm_mapped_extents && e[i].fe_logical == (__u64)want[i][0] &&
+	       e[i].fe_length == (__u64)want[i][1] && !(e[i].fe_flags & odd))
+		i++;
+	if (i < n || f.fm.fm_mapped_extents != n)
+		krepro_broken("wrong layout: %u extents; extent %u at %llu len %llu flags %#x, "
+			      "want a written one at %lld len %lld", f.fm.fm_mapped_extents, i,
+			      (unsigned long long)e[i].fe_logical,
+			      (unsigned long long)e[i].fe_length, e[i].fe_flags,
+			      (long long)want[i < n ? i : 0][0], (long long)want[i < n ? i : 0][1]);
 }

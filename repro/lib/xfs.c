@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * XFS helpers the rmap reproducers share: the raw on-disk rmapbt of AG 0
- * (xfs_db's key fields do not show the unwritten bit), xfs_repair -n, the
- * one-block clone and the steps a case's evidence names.
+ * XFS helpers the reproducers share: mkfs and the rmapbt image, the raw
+ * on-disk rmapbt of AG 0 (xfs_db's key fields lack the unwritten bit), xfs_db,
+ * xfs_repair -n, logprint, GETFSMAP, stats, the clone and a case's steps.
  */
 #define _GNU_SOURCE
 #include "krepro.h"
@@ -12,9 +12,12 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <linux/fsmap.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,6 +61,15 @@ void krepro_xfs_read_block(const char *dev, unsigned int agbno, unsigned char bu
 	close(fd);
 }
 
+void krepro_xfs_mkfs(const char *dev, const char *meta)
+{
+	const char *argv[] = { "mkfs.xfs", "-q", "-f", dev, NULL, NULL, NULL };
+
+	if (meta)
+		argv[3] = "-m", argv[4] = meta, argv[5] = dev;
+	krepro_must_run(argv);
+}
+
 int krepro_xfs_repair_n(const char *dev, const char *when, bool quiet)
 {
 	static const char *argv[] = { "xfs_repair", "-n", NULL, NULL };
@@ -85,6 +97,23 @@ void krepro_xfs_fragmented_file(const char *path, unsigned int blocks)
 	close(fd);
 }
 
+unsigned int krepro_xfs_rmap_image(const char *dev, const char *mnt, unsigned int blocks,
+				   unsigned char root[KREPRO_XFS_BLK])
+{
+	char path[160];
+
+	krepro_xfs_mkfs(dev, "rmapbt=1,reflink=1");
+	krepro_mount(dev, "xfs", mnt);
+	snprintf(path, sizeof(path), "%s/f", mnt);
+	krepro_xfs_fragmented_file(path, blocks);
+	SAFE(umount(mnt));
+	krepro_xfs_rmap_root(dev, root);
+	if (krepro_be16(root + 4) != 1 || krepro_be16(root + 6) < 3)
+		krepro_broken("AG 0's rmapbt has level %u with %u keys, want a two-level tree",
+			      krepro_be16(root + 4), krepro_be16(root + 6));
+	return krepro_be16(root + 6);
+}
+
 unsigned int krepro_xfs_rmap_leaf(const char *dev, const unsigned char root[KREPRO_XFS_BLK],
 				  unsigned int i, unsigned char leaf[KREPRO_XFS_BLK])
 {
@@ -97,6 +126,61 @@ unsigned int krepro_xfs_rmap_leaf(const char *dev, const unsigned char root[KREP
 	if (memcmp(leaf, "RMB3", 4))
 		krepro_broken("rmapbt leaf %u (AG block %u) on %s has no RMB3 magic", i, agbno, dev);
 	return agbno;
+}
+
+struct db_value {
+	const char *field;
+	char *buf;
+	size_t size;
+};
+
+/* xfs_db's "<field> = <value>" line: the value. */
+static void take_value(const char *line, void *ctx)
+{
+	struct db_value *out = ctx;
+	const char *eq = strstr(line, " = ");
+
+	if (eq && strstr(line, out->field))
+		snprintf(out->buf, out->size, "%s", eq + 3);
+}
+
+int krepro_xfs_db_x(const char *img, const char *const cmds[], const char *field, char *value,
+		    size_t size)
+{
+	const char *argv[20] = { "xfs_db", "-x" };
+	struct db_value out = { field, value, size };
+	int n = 2;
+
+	for (int i = 0; cmds[i] && n < 17; i++) {
+		argv[n++] = "-c";
+		argv[n++] = cmds[i];
+	}
+	argv[n] = img;
+	snprintf(value, size, "?");
+	return krepro_run_lines(argv, take_value, &out);
+}
+
+int krepro_getfsmap_all(const char *mnt)
+{
+	enum { N = 128 };
+	struct fsmap_head *h = SAFE_PTR(calloc(1, sizeof(*h) + N * sizeof(struct fsmap)));
+	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = -1;
+
+	h->fmh_keys[1] = (struct fsmap){ .fmr_device = UINT32_MAX, .fmr_physical = UINT64_MAX,
+					 .fmr_owner = UINT64_MAX, .fmr_offset = UINT64_MAX,
+					 .fmr_flags = UINT32_MAX };
+	h->fmh_count = N;
+	while (fd >= 0 && (ret = ioctl(fd, FS_IOC_GETFSMAP, h)) == 0 && h->fmh_entries) {
+		struct fsmap *last = &h->fmh_recs[h->fmh_entries - 1];
+
+		if (last->fmr_flags & FMR_OF_LAST)
+			break;
+		h->fmh_keys[0] = *last;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(h);
+	return ret;
 }
 
 int krepro_clone_block(int dst, off_t dst_off, int src, off_t src_off)
@@ -141,6 +225,24 @@ static bool rec_maps(const unsigned char *rec, uint64_t owner, uint64_t block)
 	return krepro_be64(rec + 8) == owner &&
 	       !(off & KREPRO_RMAP_FLAGS & ~KREPRO_RMAP_UNWRITTEN) &&
 	       block >= start && block < start + krepro_be32(rec + 4);
+}
+
+unsigned int krepro_xfs_rmap_leaf_blocks(const char *dev, unsigned int i, uint64_t owner,
+					 uint64_t *blocks, unsigned int n)
+{
+	unsigned char root[KREPRO_XFS_BLK], leaf[KREPRO_XFS_BLK];
+	unsigned int found = 0;
+
+	krepro_xfs_rmap_root(dev, root);
+	krepro_xfs_rmap_leaf(dev, root, i, leaf);
+	for (unsigned int r = 0; r < krepro_be16(leaf + 6) && found < n; r++) {
+		const unsigned char *rec = leaf + KREPRO_XFS_BB_HDR + r * KREPRO_RMAP_REC;
+		uint64_t start = krepro_be64(rec + 16) & ~KREPRO_RMAP_FLAGS;
+
+		if (rec_maps(rec, owner, start))
+			blocks[found++] = start;
+	}
+	return found;
 }
 
 bool krepro_xfs_rmap_lookup(const char *dev, uint64_t owner, uint64_t block, uint32_t *agbno,
@@ -193,6 +295,23 @@ bool krepro_xfs_internal_error(int kmsg, const char *dev, const char *file, char
 		return true;
 	}
 	return false;
+}
+
+void krepro_xfs_steps_failed(int kmsg, struct krepro_loopfs *fs, const char *file,
+			     const struct krepro_steps *st, const char *what)
+{
+	char caller[128] = "";
+	bool euclean = krepro_steps_gave(st, EUCLEAN),
+	     report = krepro_xfs_internal_error(kmsg, fs->dev, file, caller, sizeof(caller));
+
+	krepro_loopfs_release(fs);
+	if (report)
+		krepro_fail("%s: %s (XFS: internal error in %s, caller %s)%s", what, st->text,
+			    file, caller, euclean ? "" : " without EUCLEAN");
+	else
+		krepro_broken("%s: %s: %s no corruption report from %s%s, so not shown to be "
+			      "this bug", what, st->text, euclean ? "EUCLEAN but" : "no EUCLEAN and",
+			      file, kmsg < 0 ? " (kmsg unreadable)" : "");
 }
 
 struct log_items {
@@ -273,4 +392,26 @@ double krepro_xfs_down_during(const char *mnt, int (*op)(void *arg), void *arg, 
 	close(go[0]), close(go[1]), close(done[0]), close(done[1]);
 	close(dirfd);
 	return took;
+}
+
+unsigned long krepro_xfs_stat(const char *dev, const char *name)
+{
+	char path[96], line[256], *end;
+	size_t len = strlen(name);
+	unsigned long n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/fs/xfs/%s/stats/stats", strrchr(dev, '/') + 1);
+	f = fopen(path, "re");
+	if (!f)
+		krepro_broken("open %s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, len) && line[len] == ' ') {
+			n = strtoul(line + len + 1, &end, 10);
+			fclose(f);
+			if (end == line + len + 1)
+				break;
+			return n;
+		}
+	krepro_broken("%s has no %s line with a number", path, name);
 }

@@ -16,8 +16,6 @@
 #include "krepro.h"
 #include "nvmf.h"
 
-#include <libmnl/libmnl.h>
-#include <linux/netlink.h>
 #include <sys/stat.h>
 
 static const struct krepro_nvmf target = {
@@ -29,25 +27,22 @@ static const struct krepro_nvmf target = {
 	.host_opts = "reconnect_delay=1,ctrl_loss_tmo=-1",
 };
 
-static int instance = -1;
-
-static void setup(void)
+/* The soft-RoCE link the target listens on. */
+static void rxe_link(struct mnl_socket *rtnl)
 {
 	static const char *const rxe[] = { "rdma", "link", "add", "rxe0", "type", "rxe",
 					   "netdev", "veth0", NULL };
-	struct mnl_socket *rtnl;
 
-	krepro_nvmf_preflight(&target);
-	rtnl = krepro_nl_open(NETLINK_ROUTE);
-	krepro_link_up(rtnl, "lo");
 	krepro_veth_add(rtnl, "veth0", "veth1", -1);
 	krepro_addr_add(rtnl, "veth0", "10.0.0.1/24");
 	krepro_link_up(rtnl, "veth0");
 	krepro_link_up(rtnl, "veth1");
 	krepro_must_run(rxe);
-	mnl_socket_close(rtnl);
-	krepro_nvmet_setup(&target);
-	instance = krepro_nvmf_connect(&target, 60);
+}
+
+static void setup(void)
+{
+	krepro_nvmf_setup(&target, rxe_link);
 }
 
 static void cleanup(void)
@@ -55,23 +50,17 @@ static void cleanup(void)
 	static const char *const rxe_del[] = { "rdma", "link", "delete", "rxe0", NULL };
 	struct stat st;
 
-	krepro_nvmf_teardown(&target, instance);
+	krepro_nvmf_teardown(&target);
 	if (stat("/sys/class/infiniband/rxe0", &st) == 0)
 		krepro_run_cmd(rxe_del);
 }
 
-static void run_storm(void)
-{
-	krepro_nvme_timeout_case(instance);
-}
-
 static const char *const kconfigs[] = { "CONFIG_NVME_RDMA", "CONFIG_NVME_TARGET_RDMA",
 					"CONFIG_RDMA_RXE", "CONFIG_VETH",
-					"CONFIG_BLK_DEV_NULL_BLK", "CONFIG_FAIL_IO_TIMEOUT",
-					"CONFIG_FAULT_INJECTION_DEBUG_FS", NULL };
+					KREPRO_NVME_TIMEOUT_KCONFIGS, NULL };
 
 static const struct krepro_case cases[] = {
-	{ "timeout-storm", run_storm },
+	{ "timeout-storm", krepro_nvme_timeout_case },
 	{ NULL, NULL },
 };
 
@@ -91,21 +80,7 @@ static const struct krepro_signature signatures[] = {
 	{ "KASAN", "^KASAN: use-after-free in nvme_rdma_complete_rq$", "nvme_rdma_.*", "CONFIG_KASAN" },
 	/* WARN_ON_ONCE: on every kernel. */
 	{ "WARNING", "^WARNING in blk_mq_start_request$", "nvme_rdma_.*", NULL },
-	/*
-	 * CONFIG_DEBUG_LIST (nvme-timeout.config): the request requeued twice
-	 * sits on two of blk-mq's request lists; caught in nvme code, the
-	 * transport's or the core's teardown cancelling requests.
-	 */
-	{ "LIST", "^list_(add|del) (corruption|double add)",
-	  "nvme_rdma_.*|nvme_cancel_(request|tagset|admin_tagset)", "CONFIG_DEBUG_LIST" },
-	/*
-	 * Names no nvme frame, by nature: the same damage found later by blk-mq,
-	 * when the requeue work or a dispatch from kblockd next moves the
-	 * request (nvme-tcp-timeout's README, "With list debugging"; README,
-	 * "Measured"). No function of the transport is on that stack.
-	 */
-	{ "LIST", "^list_(add|del) (corruption|double add)", "blk_mq_(dispatch_rq_list|requeue_work)",
-	  "CONFIG_DEBUG_LIST" },
+	KREPRO_NVME_LIST_SIGNATURES("nvme_rdma_.*"),
 	{ NULL },
 };
 
@@ -117,15 +92,7 @@ static const struct krepro_test test = {
 	.seed = "006-patch-nvme-rdma-avoid-race-between-time-out-and-tear-down.patch",
 	.needs_kconfigs = kconfigs,
 	.signatures = signatures,
-	/*
-	 * The stalled read whose request was lost (nvmf.c): blk-mq's debugfs is
-	 * where the state shows it holds none. Without it the stall is BROKEN.
-	 */
-	.own_evidence = true,
-	.own_detectors = "CONFIG_BLK_DEBUG_FS",
-	.min_cpus = 2,
-	.alone = true,
-	.timeout = 300,
+	KREPRO_NVME_TIMEOUT_FIELDS,
 	.setup = setup,
 	.cleanup = cleanup,
 	.cases = cases,

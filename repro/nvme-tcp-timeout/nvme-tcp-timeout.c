@@ -17,9 +17,6 @@
 #include "krepro.h"
 #include "nvmf.h"
 
-#include <libmnl/libmnl.h>
-#include <linux/netlink.h>
-
 static const struct krepro_nvmf target = {
 	.trtype = "tcp",
 	.traddr = "127.0.0.1",
@@ -30,36 +27,21 @@ static const struct krepro_nvmf target = {
 	.host_opts = "reconnect_delay=1,ctrl_loss_tmo=-1",
 };
 
-static int instance = -1;
-
 static void setup(void)
 {
-	struct mnl_socket *rtnl;
-
-	krepro_nvmf_preflight(&target);
-	rtnl = krepro_nl_open(NETLINK_ROUTE);
-	krepro_link_up(rtnl, "lo");
-	mnl_socket_close(rtnl);
-	krepro_nvmet_setup(&target);
-	instance = krepro_nvmf_connect(&target, 60);
+	krepro_nvmf_setup(&target, NULL);
 }
 
 static void cleanup(void)
 {
-	krepro_nvmf_teardown(&target, instance);
-}
-
-static void run_storm(void)
-{
-	krepro_nvme_timeout_case(instance);
+	krepro_nvmf_teardown(&target);
 }
 
 static const char *const kconfigs[] = { "CONFIG_NVME_TCP", "CONFIG_NVME_TARGET_TCP",
-					"CONFIG_BLK_DEV_NULL_BLK", "CONFIG_FAIL_IO_TIMEOUT",
-					"CONFIG_FAULT_INJECTION_DEBUG_FS", NULL };
+					KREPRO_NVME_TIMEOUT_KCONFIGS, NULL };
 
 static const struct krepro_case cases[] = {
-	{ "timeout-storm", run_storm },
+	{ "timeout-storm", krepro_nvme_timeout_case },
 	{ NULL, NULL },
 };
 
@@ -73,22 +55,7 @@ static const struct krepro_case cases[] = {
 static const struct krepro_signature signatures[] = {
 	/* BUG_ON: on every kernel. */
 	{ "BUG", "^kernel BUG at block/blk-mq\\.c:[0-9]+$", "nvme_tcp_timeout", NULL },
-	/*
-	 * CONFIG_DEBUG_LIST (nvme-timeout.config): the request requeued twice
-	 * sits on two of blk-mq's request lists; caught in nvme code, the
-	 * transport's or the core's teardown cancelling requests.
-	 */
-	{ "LIST", "^list_(add|del) (corruption|double add)",
-	  "nvme_tcp_.*|nvme_cancel_(request|tagset|admin_tagset)", "CONFIG_DEBUG_LIST" },
-	/*
-	 * Names no nvme frame, by nature: the same damage found later by blk-mq,
-	 * when the requeue work or a dispatch from kblockd next moves the
-	 * request (README, "With list debugging": list_del in
-	 * blk_mq_dispatch_rq_list, list_add from blk_mq_requeue_work). No
-	 * function of the transport is on that stack.
-	 */
-	{ "LIST", "^list_(add|del) (corruption|double add)", "blk_mq_(dispatch_rq_list|requeue_work)",
-	  "CONFIG_DEBUG_LIST" },
+	KREPRO_NVME_LIST_SIGNATURES("nvme_tcp_.*"),
 	{ NULL },
 };
 
@@ -100,15 +67,7 @@ static const struct krepro_test test = {
 	.seed = "007-patch-nvme-tcp-avoid-race-between-time-out-and-tear-down.patch",
 	.needs_kconfigs = kconfigs,
 	.signatures = signatures,
-	/*
-	 * The stalled read whose request was lost (nvmf.c): blk-mq's debugfs is
-	 * where the state shows it holds none. Without it the stall is BROKEN.
-	 */
-	.own_evidence = true,
-	.own_detectors = "CONFIG_BLK_DEBUG_FS",
-	.min_cpus = 2,
-	.alone = true,
-	.timeout = 300,
+	KREPRO_NVME_TIMEOUT_FIELDS,
 	.setup = setup,
 	.cleanup = cleanup,
 	.cases = cases,

@@ -1,31 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * xfs-rmap-keys: the 5.9.9 regression. Seed 003 made the rmapbt key compare
- * include the offset's flag bits (attr fork, bmbt, unwritten). Correct kernels
- * leave node keys whose unwritten bit differs from their child's first record
- * (the record was converted to written; the masked compare called the key
- * equal and kept it). With 003 a lookup of that record goes to the wrong leaf
- * and XFS reports corruption on a filesystem xfs_repair calls clean, also in
- * log recovery, so at mount. Fix: the revert, eb8409071a1d. See README.md.
- *
- * The disk is made once by the patched (correct) kernel in prepare(); every
- * run gets a copy-on-write view of it (run-in-qemu.sh). It holds five 512 MiB
- * filesystems, one per case, so that one case's shutdown cannot touch the next.
+ * include the offset's flag bits. Correct kernels leave node keys whose
+ * unwritten bit differs from their child's first record; with 003 a lookup of
+ * that record goes to the wrong leaf and XFS reports corruption on a
+ * filesystem xfs_repair calls clean, also in log recovery. Fix: the revert,
+ * eb8409071a1d. The patched kernel makes the disk in prepare(). See README.md.
  */
 #define _GNU_SOURCE
 #include "krepro.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/fs.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define DISK		"/dev/vda"
@@ -47,9 +36,7 @@ struct stale_key {
 	uint32_t agbno;		/* the AG block the record maps file block B to */
 };
 
-/* What one case has attached and mounted, for its own clean-up. nouuid: the
- * five filesystems are copies of one (and a case that failed may leave its
- * shut-down filesystem mounted). */
+/* nouuid: the five filesystems are copies of one. */
 static struct krepro_loopfs fs = { .fstype = "xfs", .data = "nouuid" };
 
 static int find_stale_key(const char *dev, struct stale_key *sk)
@@ -77,149 +64,114 @@ static int find_stale_key(const char *dev, struct stale_key *sk)
 	return -1;
 }
 
-static void attach(const char *path, off_t offset, const char *name)
-{
-	char mnt[64];
+/* Attach one filesystem of the disk or a file, to mount at mnt. */
+#define MNT(name)	"/tmp/krepro-rmap-" name
+#define attach(path, offset, mnt) krepro_loopfs_attach(&fs, path, offset, REGION, mnt)
 
-	snprintf(mnt, sizeof(mnt), "/tmp/krepro-rmap-%s", name);
-	krepro_loopfs_attach(&fs, path, offset, REGION, mnt);
+/* Write file block `block` of f by O_DIRECT, and fsync. */
+static void write_block(uint64_t block, char fill)
+{
+	void *buf = krepro_dio_buf(BLK, fill);
+	int fd = krepro_loopfs_open(&fs, "f", O_RDWR | O_DIRECT);
+
+	if (SAFE(pwrite(fd, buf, BLK, (off_t)block * BLK)) != BLK)
+		krepro_broken("short write at file block %llu", (unsigned long long)block);
+	SAFE(fsync(fd));
+	close(fd);
+	free(buf);
 }
 
 /* ---- preparation (patched kernel) ---- */
 
 /*
- * ~1,000 one-block unwritten records (fallocate 8 MiB, punch every other
- * block) make a two-level rmapbt; then write the block that starts a leaf in
- * the middle of the root, so that record turns written while its parent key
- * keeps the unwritten bit.
+ * ~1,000 one-block unwritten records (krepro_xfs_rmap_image()) make a
+ * two-level rmapbt; then write the block that starts a leaf in the middle of
+ * the root (refilling the AGFL can split the first leaves), so that record
+ * turns written while its parent key keeps the unwritten bit.
  */
 static void make_natural_image(void)
 {
-	static const char *mkfs[] = { "mkfs.xfs", "-q", "-f", "-m", "rmapbt=1,reflink=1",
-				      NULL, NULL };
 	unsigned char root[BLK];
 	struct stale_key sk;
-	void *buf = krepro_dio_buf(BLK, 'W');
-	unsigned int pick;
-	uint64_t block;
-	char path[128];
-	int fd;
+	unsigned int pick = krepro_xfs_rmap_image(fs.dev, fs.mnt, FILE_BLOCKS, root) / 2;
+	uint64_t block = krepro_be64(root + KREPRO_XFS_BB_HDR + pick * KREPRO_RMAP_KEY_PAIR + 12);
 
-	mkfs[5] = fs.dev;
-	krepro_must_run(mkfs);
-	krepro_loopfs_mount(&fs);
-	snprintf(path, sizeof(path), "%s/f", fs.mnt);
-	krepro_xfs_fragmented_file(path, FILE_BLOCKS);
-	krepro_loopfs_umount(&fs);
-
-	/* Pick the middle key: refilling the AGFL can split the first leaves. */
-	krepro_xfs_rmap_root(fs.dev, root);
-	if (krepro_be16(root + 4) != 1 || krepro_be16(root + 6) < 3)
-		krepro_broken("AG 0's rmapbt has level %u with %u keys, want a two-level tree",
-			      krepro_be16(root + 4), krepro_be16(root + 6));
-	pick = krepro_be16(root + 6) / 2;
-	block = krepro_be64(root + KREPRO_XFS_BB_HDR + pick * KREPRO_RMAP_KEY_PAIR + 12);
 	if (!(block & KREPRO_RMAP_UNWRITTEN))
 		krepro_broken("root key %u is not an unwritten extent's (offset %#llx)", pick,
 			      (unsigned long long)block);
 	block &= ~KREPRO_RMAP_FLAGS;
-	krepro_info("rmapbt: %u keys; key %u starts with file block %llu",
-		    krepro_be16(root + 6), pick, (unsigned long long)block);
-
 	krepro_loopfs_mount(&fs);
-	fd = krepro_loopfs_open(&fs, "f", O_RDWR | O_DIRECT);
-	if (SAFE(pwrite(fd, buf, BLK, (off_t)block * BLK)) != BLK)
-		krepro_broken("short write at file block %llu", (unsigned long long)block);
-	SAFE(fsync(fd));
-	close(fd);
+	write_block(block, 'W');
 	krepro_loopfs_umount(&fs);
-	free(buf);
-
 	if (find_stale_key(fs.dev, &sk) < 0)
 		krepro_broken("after the write no root key is stale: the layout changed");
-	krepro_info("root key %u: raw offset %#llx (unwritten), its leaf's first record %#llx "
-		    "(written)", sk.index, (unsigned long long)sk.key_offset,
-		    (unsigned long long)sk.rec_offset);
+	krepro_info("rmapbt: %u root keys; key %u: raw offset %#llx (unwritten), its leaf's "
+		    "first record %#llx (written)", sk.numrecs, sk.index,
+		    (unsigned long long)sk.key_offset, (unsigned long long)sk.rec_offset);
 	if (krepro_xfs_repair_n(fs.dev, "of the natural image", false))
 		krepro_broken("the natural image is not clean");
 }
 
-/* The punch of one file block, as krepro_xfs_down_during() runs it. */
-struct punch {
-	int fd;
-	uint64_t block;
-};
+static struct stale_key target;	/* the prepared one, or the case's */
 
-static int punch(void *arg)
+/* Punch the stale key's block B of the file open at *fd. */
+static int punch(void *fd)
 {
-	struct punch *p = arg;
-
-	return fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			 (off_t)p->block * BLK, BLK);
+	return fallocate(*(int *)fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			 (off_t)target.block * BLK, BLK);
 }
 
-/*
- * One try at a log with an unfinished rmap intent for block B: punch B (its
- * transaction chain logs an RUI, then an RUD when the rmapbt is updated) and
- * shut down delay seconds in, so a transaction not yet committed never
- * reaches the log. delay < 0: no shutdown; returns how long the punch took.
- */
-static double punch_and_go_down(uint64_t block, double delay)
+/* Punch B (its transactions log an RUI, then the RUD) on a copy of the
+ * natural image and shut down delay seconds in (< 0: never); returns how long
+ * the punch took. */
+static double punch_and_go_down(double delay)
 {
-	struct punch p = { .block = block };
 	double took;
 	bool ok;
+	int fd;
 
+	unlink(ATTEMPT);
+	krepro_copy_nonzero(PRISTINE, 0, ATTEMPT, 0, REGION);
+	attach(ATTEMPT, 0, MNT("attempt"));
 	krepro_loopfs_mount(&fs);
-	p.fd = krepro_loopfs_open(&fs, "f", O_RDWR);
-	took = krepro_xfs_down_during(fs.mnt, punch, &p, delay, &ok);
+	fd = krepro_loopfs_open(&fs, "f", O_RDWR);
+	took = krepro_xfs_down_during(fs.mnt, punch, &fd, delay, &ok);
 	if (delay < 0 && !ok)
 		krepro_broken("punching file block %llu failed on the correct kernel",
-			      (unsigned long long)block);
-	close(p.fd);
+			      (unsigned long long)target.block);
+	close(fd);
 	krepro_loopfs_umount(&fs);
+	krepro_loopfs_detach(&fs);
 	return took;
 }
 
 /*
- * The dirty log: on copies of the natural image, punch the stale key's block
- * and shut down part-way, until the log holds the punch's RUI without its RUD.
- * The window is the time between the two commits; the delays sweep the
- * punch's measured duration four times at different scales, bounded by
- * ATTEMPTS. Under TCG the guest's clock is jiffies (4 ms), so a delay is
- * coarse and a sweep can miss the window: one 32-attempt sweep did, once.
+ * The dirty log: punch the stale key's block and shut down part-way until the
+ * log holds the punch's RUI without its RUD. The delays sweep the punch's
+ * duration four times at different scales: under TCG the clock is jiffies
+ * (4 ms), and one 32-attempt sweep once missed the window.
  */
-static int make_dirty_image(const struct stale_key *sk)
+static int make_dirty_image(void)
 {
 	struct stale_key stale;
-	double took;
+	double took = punch_and_go_down(-1);
 
-	unlink(ATTEMPT);
-	krepro_copy_nonzero(PRISTINE, 0, ATTEMPT, 0, REGION);
-	attach(ATTEMPT, 0, "attempt");
-	took = punch_and_go_down(sk->block, -1);
-	krepro_loopfs_detach(&fs);
-	krepro_info("punching file block %llu takes %.1f ms here", (unsigned long long)sk->block,
-		    took * 1e3);
+	krepro_info("punching file block %llu takes %.1f ms here",
+		    (unsigned long long)target.block, took * 1e3);
 	for (int i = 0; i < ATTEMPTS; i++) {
 		static const double scale[] = { 1.0, 1.5, 0.75, 1.25 };
 		double delay = took * (i % 16) / 16 * scale[i / 16];
 		int found;
 
-		unlink(ATTEMPT);
-		krepro_copy_nonzero(PRISTINE, 0, ATTEMPT, 0, REGION);
-		attach(ATTEMPT, 0, "attempt");
-		punch_and_go_down(sk->block, delay);
-		krepro_loopfs_detach(&fs);
+		punch_and_go_down(delay);
 		found = krepro_xfs_log_unfinished(ATTEMPT, "RUI", "RUD") > 0;
 		krepro_info("attempt %d: shut down %.2f ms after the punch began: %s", i + 1,
 			    delay * 1e3, found ? "the log holds an unfinished RUI" :
 			    "no unfinished RUI");
 		if (!found)
 			continue;
-		/* Recovery must meet the stale key: the rmapbt on disk is still
-		 * the one before the punch. */
-		attach(ATTEMPT, 0, "attempt");
+		/* Recovery must meet the stale key still on disk. */
+		attach(ATTEMPT, 0, MNT("attempt"));
 		found = !find_stale_key(fs.dev, &stale);
 		krepro_loopfs_detach(&fs);
 		if (found)
@@ -232,27 +184,23 @@ static int make_dirty_image(const struct stale_key *sk)
 
 static void prepare(void)
 {
-	struct stale_key sk;
 	int attempts;
 
-	attach(DISK, 0, "prepare");
+	attach(DISK, 0, MNT("prepare"));
 	make_natural_image();
 	krepro_copy_nonzero(fs.dev, 0, PRISTINE, 0, REGION);
-	find_stale_key(fs.dev, &sk);
+	find_stale_key(fs.dev, &target);
 	krepro_loopfs_detach(&fs);
 	krepro_copy_nonzero(PRISTINE, 0, DISK, R_WRITE * REGION, REGION);
 	krepro_copy_nonzero(PRISTINE, 0, DISK, R_REFLINK * REGION, REGION);
 
-	attempts = make_dirty_image(&sk);
+	attempts = make_dirty_image();
 	if (!attempts)
 		krepro_broken("no log with an unfinished rmap intent in %d attempts", ATTEMPTS);
-	attach(ATTEMPT, 0, "attempt");
+	attach(ATTEMPT, 0, MNT("attempt"));
 	krepro_xfs_repair_n(fs.dev, "of the dirty image (log not replayed)", false);
-	krepro_loopfs_detach(&fs);
 	krepro_copy_nonzero(ATTEMPT, 0, DISK, R_DIRTY * REGION, REGION);
-
 	/* What a correct kernel makes of that log: replay it, keep the result. */
-	attach(ATTEMPT, 0, "attempt");
 	krepro_loopfs_mount(&fs);
 	krepro_loopfs_umount(&fs);
 	if (krepro_xfs_repair_n(fs.dev, "after the correct kernel replayed the log", false))
@@ -262,91 +210,63 @@ static void prepare(void)
 	unlink(ATTEMPT);
 	unlink(PRISTINE);
 	krepro_pass("disk made by this (correct) kernel: the natural image (stale unwritten bit "
-		    "in root key %u) and a dirty log from attempt %d", sk.index, attempts);
+		    "in root key %u) and a dirty log from attempt %d", target.index, attempts);
 }
 
 /* ---- the cases (either kernel) ---- */
 
-static struct stale_key target;
-
 /*
- * A step failed. The bug makes the rmap code find corruption on a filesystem
- * xfs_repair -n calls clean: the step fails with EUCLEAN (-EFSCORRUPTED) and
- * XFS reports an internal error in xfs_rmap.c. The report is the FAIL: it
- * names the rmap code. EUCLEAN alone (any XFS check may give it) or any
- * other failure is not shown to be this bug: BROKEN, naming the errnos.
- * The case's filesystem is let go of once the report is read.
+ * The steps are done (fd >= 0: fsync and close it first; doing is done to
+ * file block B). False when one failed: FAIL on XFS's internal error report
+ * from xfs_rmap.c, the rmap code finding corruption where xfs_repair -n found
+ * none; else BROKEN.
  */
-static void step_failed(int kmsg, const struct krepro_steps *st, const char *what)
-{
-	char caller[128] = "";
-	bool euclean = krepro_steps_gave(st, EUCLEAN),
-	     report = krepro_xfs_internal_error(kmsg, fs.dev, "xfs_rmap.c", caller,
-						sizeof(caller));
-
-	krepro_loopfs_release(&fs);
-	if (report)
-		krepro_fail("%s: %s (XFS: internal error in xfs_rmap.c, caller %s)%s", what,
-			    st->text, caller,
-			    euclean ? "" : " without EUCLEAN");
-	else
-		krepro_broken("%s: %s: %s no corruption report from xfs_rmap.c%s, so not shown "
-			      "to be this bug", what, st->text,
-			      euclean ? "EUCLEAN but" : "no EUCLEAN and",
-			      kmsg < 0 ? " (kmsg unreadable)" : "");
-}
-
-/*
- * The steps on file B is in are done: fsync and close it. If a step failed,
- * step_failed() on "<doing> file block B of a filesystem xfs_repair -n
- * called clean", and false.
- */
-static bool steps_synced(int fd, int kmsg, struct krepro_steps *st, const char *doing)
+static bool steps_done(int fd, int kmsg, struct krepro_steps *st, const char *doing)
 {
 	char what[160];
-	int ret = fsync(fd);
+	int ret;
 
-	krepro_step(st, "fsync", ret == 0, errno);
-	close(fd);
-	if (!st->failed)
-		return true;
-	snprintf(what, sizeof(what), "%s file block %llu of a filesystem xfs_repair -n called "
-		 "clean", doing, (unsigned long long)target.block);
-	step_failed(kmsg, st, what);
-	return false;
+	snprintf(what, sizeof(what), "%s", doing);
+	if (fd >= 0) {
+		ret = fsync(fd);
+		krepro_step(st, "fsync", ret == 0, errno);
+		close(fd);
+		snprintf(what, sizeof(what), "%s file block %llu of a filesystem xfs_repair -n "
+			 "called clean", doing, (unsigned long long)target.block);
+	}
+	if (st->failed)
+		krepro_xfs_steps_failed(kmsg, &fs, "xfs_rmap.c", st, what);
+	return !st->failed;
 }
 
-/* /dev/kmsg at its end, for the case's corruption report; -1 says so. */
-static int kmsg_open(void)
+/* Attach the case's filesystem and find its stale key; unless it holds a
+ * dirty log, check that repair calls it clean and mount it. Returns
+ * /dev/kmsg at its end, for the corruption report (-1: unreadable). */
+static int case_setup(enum region r, const char *mnt)
 {
-	int fd = krepro_kmsg_open();
+	int kmsg;
 
-	if (fd < 0)
-		krepro_info("open /dev/kmsg: %s: XFS's reports are not read", strerror(errno));
-	return fd;
-}
-
-/* Attach the case's filesystem; check the stale key and that repair calls it
- * clean, then mount it. */
-static void case_setup(enum region r, const char *name)
-{
-	attach(DISK, r * REGION, name);
+	attach(DISK, r * REGION, mnt);
 	if (find_stale_key(fs.dev, &target) < 0)
 		krepro_broken(DISK " has no stale rmapbt key: not the prepared disk");
-	krepro_info("root key %u of %u: raw offset %#llx (unwritten bit set), leaf's first "
-		    "record %#llx (written), owner %llu", target.index, target.numrecs,
+	krepro_info("root key %u of %u: raw offset %#llx (unwritten), leaf's first record %#llx "
+		    "(written), owner %llu", target.index, target.numrecs,
 		    (unsigned long long)target.key_offset, (unsigned long long)target.rec_offset,
 		    (unsigned long long)target.owner);
-	if (krepro_xfs_repair_n(fs.dev, "before mounting", false))
-		krepro_broken("the filesystem is not clean before mounting");
-	krepro_loopfs_mount(&fs);
+	if (r != R_DIRTY) {
+		if (krepro_xfs_repair_n(fs.dev, "before mounting", false))
+			krepro_broken("the filesystem is not clean before mounting");
+		krepro_loopfs_mount(&fs);
+	}
+	kmsg = krepro_kmsg_open();
+	if (kmsg < 0)
+		krepro_info("open /dev/kmsg: %s: XFS's reports are not read", strerror(errno));
+	return kmsg;
 }
 
-/*
- * After the steps succeeded: unmount; repair must still call it clean, and
+/* After the steps succeeded: unmount; repair must still call it clean, and
  * the rmapbt on disk must show the steps' own change (shown() says what it
- * found in evidence), or the code under test was not shown to run.
- */
+ * found), or the code under test was not shown to run. */
 static void case_finish(const char *what, bool (*shown)(char *evidence, size_t size))
 {
 	char evidence[256];
@@ -363,11 +283,9 @@ static void case_finish(const char *what, bool (*shown)(char *evidence, size_t s
 	krepro_loopfs_detach(&fs);
 }
 
-/*
- * Punch, the reflink's remap and log recovery all unmap B: on disk, no
- * record maps file block B to its old AG block any more. Finding the record
- * to delete took a lookup of B's record, which goes through the stale key.
- */
+/* Punch, the reflink's remap and log recovery all unmap B: no record maps
+ * file block B to its old AG block any more. Finding the record to delete
+ * took a lookup of B's record, through the stale key. */
 static bool b_unmapped(char *evidence, size_t size)
 {
 	uint32_t agbno;
@@ -382,34 +300,26 @@ static bool b_unmapped(char *evidence, size_t size)
 	return !mapped;
 }
 
-/* Punch the block whose record sits behind the stale key: the lookup of its
- * record must go through that key. */
+/* Punch B: the lookup of its record goes through the stale key. */
 static void run_punch(void)
 {
 	struct krepro_steps st = { 0 };
-	int fd, ret, kmsg;
+	int kmsg = case_setup(R_PUNCH, MNT("punch")), fd = krepro_loopfs_open(&fs, "f", O_RDWR),
+	    ret = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			    (off_t)target.block * BLK, BLK);
 
-	case_setup(R_PUNCH, "punch");
-	kmsg = kmsg_open();
-	fd = krepro_loopfs_open(&fs, "f", O_RDWR);
-	ret = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			(off_t)target.block * BLK, BLK);
 	krepro_step(&st, "fallocate", ret == 0, errno);
-	if (steps_synced(fd, kmsg, &st, "punching"))
-			case_finish("punching the stale key's block", b_unmapped);
+	if (steps_done(fd, kmsg, &st, "punching"))
+		case_finish("punching the stale key's block", b_unmapped);
 }
 
-/*
- * Write into the unwritten extents next to the stale key's record: the last
- * record of the leaf before it (B-2), the second record of its leaf (B+2),
- * and the hole between (B+1, which the allocator may place right after B's
- * block, so that the new record merges with B's).
- */
+/* Write the unwritten blocks next to B's record: the last record of the leaf
+ * before (B-2), the second of B's leaf (B+2), and the hole B+1 (its record may
+ * merge with B's). Informative: their lookups avoid the stale key (README). */
 static const int write_rel[] = { -2, 2, 1 };
 #define WRITES	(sizeof(write_rel) / sizeof(write_rel[0]))
 
-/* The written blocks have written records in the rmapbt: the conversions of
- * B-2 and B+2 and the allocation of B+1 reached it. */
+/* The conversions of B-2 and B+2 and the allocation of B+1 reached the rmapbt. */
 static bool writes_recorded(char *evidence, size_t size)
 {
 	for (unsigned int i = 0; i < WRITES; i++) {
@@ -425,8 +335,7 @@ static bool writes_recorded(char *evidence, size_t size)
 			return false;
 		}
 	}
-	snprintf(evidence, size, "file blocks B-2, B+2 and B+1 have written records in the "
-		 "rmapbt");
+	snprintf(evidence, size, "file blocks B-2, B+2 and B+1 have written records");
 	return true;
 }
 
@@ -434,11 +343,10 @@ static void run_write(void)
 {
 	void *buf = krepro_dio_buf(BLK, 'w');
 	struct krepro_steps st = { 0 };
-	int fd, kmsg;
+	struct stale_key after;
+	int kmsg = case_setup(R_WRITE, MNT("write")), fd = krepro_loopfs_open(&fs, "f",
+									 O_RDWR | O_DIRECT);
 
-	case_setup(R_WRITE, "write");
-	kmsg = kmsg_open();
-	fd = krepro_loopfs_open(&fs, "f", O_RDWR | O_DIRECT);
 	for (unsigned int i = 0; i < WRITES; i++) {
 		off_t off = ((off_t)target.block + write_rel[i]) * BLK;
 		ssize_t n = pwrite(fd, buf, BLK, off);
@@ -449,90 +357,61 @@ static void run_write(void)
 		krepro_step(&st, name, n == BLK, n < 0 ? errno : 0);
 	}
 	free(buf);
-	if (!steps_synced(fd, kmsg, &st, "O_DIRECT writes next to"))
+	if (!steps_done(fd, kmsg, &st, "O_DIRECT writes next to"))
 		return;
 	krepro_info("O_DIRECT writes: %s", st.text);
 	krepro_loopfs_umount(&fs);
-	{
-		struct stale_key after;
-
-		krepro_info("after the writes root key %u is %s", target.index,
-			    find_stale_key(fs.dev, &after) ? "no longer stale: writing in its leaf "
-			    "rewrote the leaf's keys" : "still stale");
-	}
+	krepro_info("after the writes root key %u is %s", target.index,
+		    find_stale_key(fs.dev, &after) ? "no longer stale: writing in its leaf "
+		    "rewrote the leaf's keys" : "still stale");
 	krepro_loopfs_mount(&fs);
 	case_finish("writing the unwritten blocks next to the stale key's record",
 		    writes_recorded);
 }
 
 /*
- * Reflink onto the affected record: clone a written block of the same file
- * from far away (block 0, written here first; its record lives in the first
- * leaves) over file block B. The remap unmaps f's mapping of B first (f is
- * now a reflink inode: xfs_rmap_unmap_shared), and that lookup goes through
- * the stale key. Nothing may touch B's leaf before: any insert or update
- * there rewrites the leaf's keys and heals the stale bit (see the write case).
+ * Clone file block 0 (written here first; its record lives in the first
+ * leaves) over B. The remap first unmaps B (f is now a reflink inode:
+ * xfs_rmap_unmap_shared), through the stale key. Nothing may touch B's leaf
+ * before: an insert or update there rewrites its keys and heals the stale bit.
  */
 static void run_reflink(void)
 {
-	void *buf = krepro_dio_buf(BLK, 'd');
 	struct krepro_steps st = { 0 };
-	int fd, dio, ret, kmsg;
+	int kmsg = case_setup(R_REFLINK, MNT("reflink")), fd, ret;
 
-	case_setup(R_REFLINK, "reflink");
-	kmsg = kmsg_open();
-	dio = krepro_loopfs_open(&fs, "f", O_RDWR | O_DIRECT);
-	if (SAFE(pwrite(dio, buf, BLK, 0)) != BLK)
-		krepro_broken("short write to file block 0");
-	SAFE(fsync(dio));
-	close(dio);
-	free(buf);
+	write_block(0, 'd');
 	fd = krepro_loopfs_open(&fs, "f", O_RDWR);
 	ret = krepro_clone_block(fd, (off_t)target.block * BLK, fd, 0);
 	krepro_step(&st, "FICLONERANGE", ret == 0, errno);
-	if (steps_synced(fd, kmsg, &st, "cloning file block 0 over"))
+	if (steps_done(fd, kmsg, &st, "cloning file block 0 over"))
 		case_finish("cloning file block 0 over the stale key's block", b_unmapped);
 }
 
-/*
- * The log a correct kernel left when it went down part-way through punching
- * B: recovery must finish the punch's rmap intent, and that lookup goes
- * through the stale key. The same log replayed by the correct kernel (made
- * in prepare()) is the reference xfs_repair -n checks, because repair cannot
- * judge a filesystem whose log is still to be replayed.
- */
+/* The log a correct kernel left going down mid-punch of B: recovery finishes
+ * the punch's rmap intent through the stale key. Repair cannot judge a log
+ * not yet replayed: its reference is the same log the correct kernel replayed. */
 static void run_mount_replay(void)
 {
 	struct krepro_steps st = { 0 };
-	int ret, kmsg;
+	int kmsg, ret;
 
-	attach(DISK, R_REPLAYED * REGION, "replayed");
+	attach(DISK, R_REPLAYED * REGION, MNT("replayed"));
 	if (krepro_xfs_repair_n(fs.dev, "of the same log as replayed by the correct kernel",
 				false))
 		krepro_broken("the correct kernel's replay is not clean: not the prepared disk");
 	krepro_loopfs_detach(&fs);
-
-	attach(DISK, R_DIRTY * REGION, "replay");
-	if (find_stale_key(fs.dev, &target) < 0)
-		krepro_broken(DISK " has no stale rmapbt key: not the prepared disk");
-	krepro_info("dirty log; on disk root key %u still has raw offset %#llx, its leaf's "
-		    "first record %#llx", target.index, (unsigned long long)target.key_offset,
-		    (unsigned long long)target.rec_offset);
-	kmsg = kmsg_open();
+	kmsg = case_setup(R_DIRTY, MNT("replay"));
 	ret = krepro_loopfs_try_mount(&fs);
 	krepro_step(&st, "mount (log recovery)", ret == 0, errno);
-	if (st.failed) {
-		step_failed(kmsg, &st, "replaying a log that the correct kernel replays to a "
-			    "filesystem xfs_repair -n calls clean");
-		return;
-	}
-	case_finish("mounting and replaying the log", b_unmapped);
+	if (steps_done(-1, kmsg, &st, "replaying a log that the correct kernel replays to a "
+		       "filesystem xfs_repair -n calls clean"))
+		case_finish("mounting and replaying the log", b_unmapped);
 }
 
 static void cleanup(void)
 {
-	/* Each case tidies up after itself; this is for one that stopped early. */
-	krepro_loopfs_release(&fs);
+	krepro_loopfs_release(&fs);	/* for a case that stopped early */
 }
 
 static const char *const kconfigs[] = { "CONFIG_XFS_FS", "CONFIG_VIRTIO_BLK",
