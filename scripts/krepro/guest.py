@@ -75,7 +75,7 @@ def kernel_cmdline(arch, repro, extra="", keep=False, prepare=False):
     # warnings and reports still reach the console. --append loglevel=7
     # brings the boot's other lines back.
     parts = [f"console={ARCHES[arch]['console']}", "loglevel=5", "krepro.loglevel=7", "panic=-1",
-             "krepro.guest=1", f"krepro.run={repro}"]
+             "krepro.guest=1", f"krepro.run={repro}"] + ARCHES[arch]["bootargs"].split()
     if extra:
         parts.append(extra)
     if keep:
