@@ -16,10 +16,10 @@ import tarfile
 import tempfile
 import types
 
-from . import arches, disks, distro, guest, meta as metamod, rates, runner
+from . import arches, bundle_readme, disks, distro, guest, meta as metamod, runner
 from .arches import ARCHES
 from .kernels import Kernel, UsageError, Undecidable, kernel_config, prepare_kernels
-from .paths import git_commit, repro_dir
+from .paths import repro_dir
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "run-bundle.sh.in")
 INITRD = "initramfs.cpio"
@@ -92,126 +92,6 @@ def qemu_words(arch, meta, has_disk):
         argv += guest.disk_args(arch, "@disk@", fmt="qcow2")
     argv += ["-chardev", "file,id=con,path=@out@/console.log", "-serial", "chardev:con"]
     return " ".join(shell_word(a) for a in argv)
-
-
-def section(readme, heads):
-    """The first "## " section of a reproducer's README whose heading starts
-    with one of heads, without its heading, or None."""
-    out, on = [], False
-    for line in readme.splitlines():
-        if line.startswith("## "):
-            if on:
-                break
-            on = line[3:].startswith(heads)
-            continue
-        if on:
-            out.append(line)
-    return "\n".join(out).strip() or None
-
-
-def expected_lines(meta):
-    """What a FAIL shows, from the reproducer's declaration."""
-    out = []
-    for s in meta.signatures:
-        line = f"- a kernel report ({s.kind}) whose title matches `{s.title or '.*'}`"
-        if s.frame:
-            line += f", with `{s.frame}` in its call trace"
-        out.append(line)
-    if meta.own_evidence:
-        cases = ", ".join(f"`{c}`" for c in meta.cases) or "a case"
-        out.append(f"- the reproducer's own lines in `out/ktap.txt`: `# <case>: FAIL: ...` "
-                   f"and `not ok <n> <case>` for {cases}")
-    return "\n".join(out)
-
-
-def readme_text(meta, kernel, arch, files, comp_why, disk_note, config_note, limit):
-    src = os.path.join(repro_dir(), meta.name, "README.md")
-    try:
-        with open(src, encoding="utf-8") as f:
-            own = f.read()
-    except OSError:
-        own = ""
-    bug = section(own, ("The bug",))
-    evidence = section(own, ("Evidence", "What a FAIL looks like", "Verdicts"))
-    parts = [
-        f"# {meta.name} on {kernel.label}",
-        "",
-        f"{meta.summary}.",
-        "",
-        f"- Upstream fix: {meta.fix or 'not declared'}",
-    ]
-    if meta.introduced:
-        parts.append(f"- Introduced by: {meta.introduced}")
-    parts += [
-        f"- Kernel: `{kernel.label}` ({arch}), build {build_id(kernel)}; its config: `{CONFIG}`"
-        + (f" ({config_note})" if config_note else ""),
-        f"- Made by krepro {git_commit()}'s `bundle` from the reproducer `{meta.name}` "
-        f"(seed {meta.seed or '-'})",
-        "",
-        "## Run it",
-        "",
-        "```sh",
-        "sha256sum -c SHA256SUMS    # run.sh checks them too",
-        "./run.sh                   # QEMU TCG" + ("; ./run.sh --kvm on a host with KVM"
-                                                  if arch == "x86_64" else " (ARM guests: TCG only)"),
-        "```",
-        "",
-        f"run.sh boots the guest once with the command line krepro uses (it is in "
-        f"`out/qemu-cmdline` after a run): {ARCHES[arch]['qemu']}, {meta.cpus} vCPUs, 1 GiB, "
-        f"the kernel's serial console in `out/console.log`, the reproducer's KTAP output on a "
-        f"virtio console in `out/ktap.txt`. The guest's init runs the reproducer, prints "
-        f"`krepro-init: result name={meta.name} exit=N` and powers off; run.sh reads that line "
-        f"and exits with N. The time limit is {limit} s (`--timeout SEC`). `./run.sh --help` "
-        f"says the rest (`--kernel IMAGE` boots your own build instead, e.g. with a fix).",
-        "",
-        "## What PASS and FAIL look like",
-        "",
-        "The last line run.sh prints is the outcome in words:",
-        "",
-        f"- `PASS: {meta.name} on ...`, exit 0: the reproducer's cases passed and the kernel "
-        "logged no report and no new taint during the test (the kernel with the fix).",
-        f"- `FAIL: {meta.name} on ...`, exit 1: the bug showed (the kernel without the fix). "
-        "The reproducer's harness fails the run on its own evidence and on any kernel report "
-        "or new taint it finds in the kernel's log after its start mark; krepro reads a "
-        "report that is not this bug's as another outcome, so check that the console shows "
-        "this bug's evidence, one or more of:",
-        "",
-        expected_lines(meta),
-        "",
-        "- `BROKEN` (exit 2: the test could not run, or no result line), `SKIP` (exit 4: the "
-        "kernel lacks an option the reproducer needs)"
-        + (": neither verdict. No result within the time limit is this bug's hang: `FAIL`, exit 1."
-           if meta.hang_is_bug else
-           ", `HANG` (exit 3: no result within the time limit): neither verdict."),
-        "",
-        "The reproducer refuses to run outside a guest: its harness checks for "
-        "`krepro.guest=1` on the kernel command line, which run.sh passes.",
-    ]
-    rate = (rates.load_repo(meta.name) or {}).get(arch)
-    if rate and rate.get("runs"):
-        parts += ["", f"One run is one trial. krepro measured this reproducer FAILing in "
-                  f"{rate['fails']} of {rate['runs']} runs on its kernel with the bug (build "
-                  f"{rate.get('build', '?')[:12]}, {rate.get('date', '?')}, QEMU "
-                  f"{rates.accel_of(rate).upper()}); runs on a kernel of yours may differ. "
-                  "To try more than once: `for i in 1 2 3; do ./run.sh || break; done`."]
-    if evidence:
-        parts += ["", "## The evidence (from the reproducer's documentation)", "", evidence]
-    if bug:
-        parts += ["", "## The bug (from the reproducer's documentation)", "", bug]
-    parts += ["", "## Files", ""]
-    for name, size, what in files:
-        parts.append(f"- `{name}` ({human(size)}): {what}")
-    parts += ["", f"The initramfs: {comp_why}."]
-    if disk_note:
-        parts += ["", disk_note]
-    return "\n".join(parts) + "\n"
-
-
-def human(n):
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
 
 
 def config_file(kernel):
@@ -300,7 +180,8 @@ def make(repro, spec, arch, out_dir, timeout=None):
         files, initrd_name, comp_why = write_files(stage, meta, kernel, arch, initrd, own,
                                                    config_src, cfg, disk)
         with open(os.path.join(stage, "README.md"), "w", encoding="utf-8") as f:
-            f.write(readme_text(meta, kernel, arch, files, comp_why, disk_note, config_note, limit))
+            f.write(bundle_readme.readme_text(meta, kernel.label, build_id(kernel), CONFIG, arch, files, comp_why,
+                                          disk_note, config_note, limit))
         with open(os.path.join(stage, "run.sh"), "w") as f:
             f.write(run_sh(meta, kernel, arch, limit, initrd_name, disk is not None))
         os.chmod(os.path.join(stage, "run.sh"), 0o755)
@@ -346,7 +227,7 @@ def write_files(stage, meta, kernel, arch, initrd, own, config_src, cfg, disk):
                   (f"the guest's initramfs: busybox, the init, {meta.name} and the programs it runs"
                    if own else "krepro's whole guest image (every reproducer)")
                   + (", and the distribution kernel's modules" if kernel.distro_root else "")
-                  + f" ({human(len(data))} unpacked)"))
+                  + f" ({bundle_readme.human(len(data))} unpacked)"))
     if disk:
         files.append((DISK, os.path.getsize(disk), "the reproducer's disk"))
     src = os.path.join(repro_dir(), meta.name, meta.name + ".c")
@@ -382,8 +263,8 @@ def summary(directory, tarball):
     """What make() wrote, with the sizes (said when the bundle is made)."""
     lines = [f"bundle: {directory}/"]
     for n in sorted(os.listdir(directory)):
-        lines.append(f"  {n:<24} {human(os.path.getsize(os.path.join(directory, n)))}")
-    lines.append(f"tarball: {tarball} ({human(os.path.getsize(tarball))}); "
+        lines.append(f"  {n:<24} {bundle_readme.human(os.path.getsize(os.path.join(directory, n)))}")
+    lines.append(f"tarball: {tarball} ({bundle_readme.human(os.path.getsize(tarball))}); "
                  f"run: tar xzf {os.path.basename(tarball)} && "
                  f"{os.path.basename(directory)}/run.sh")
     return "\n".join(lines)
