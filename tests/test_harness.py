@@ -38,6 +38,13 @@ class Harness(unittest.TestCase):
         p = subprocess.run([binary or FAKE], env=e, capture_output=True, text=True, timeout=60)
         return p.returncode, p.stdout, p.stderr
 
+    def expect(self, rc, text, binary=None, **env):
+        """Run the fake reproducer: its exit status and a line of its output."""
+        got, out, _ = self.run_fake(binary, **env)
+        self.assertEqual(got, rc, out)
+        self.assertIn(text, out)
+        return out
+
     def test_pass(self):
         rc, out, _ = self.run_fake()
         self.assertEqual(rc, 0, out)
@@ -53,9 +60,8 @@ class Harness(unittest.TestCase):
         self.assertIn("<5>krepro: fake-repro: end PASS\n", kmsg)
 
     def test_fail_wins_and_keeps_evidence(self):
-        rc, out, _ = self.run_fake(FAKE_first="fail", FAKE_second="skip")
-        self.assertEqual(rc, 1, out)
-        self.assertIn("# first: FAIL: first read back 0x42 at offset 0, wrote 0x41", out)
+        out = self.expect(1, "# first: FAIL: first read back 0x42 at offset 0, wrote 0x41",
+                          FAKE_first="fail", FAKE_second="skip")
         self.assertIn("not ok 1 first # FAIL", out)
         self.assertIn("ok 2 second # SKIP", out)
         self.assertIn('hint: this is the bug fixed upstream by 0123456789ab ("fake: fix")', out)
@@ -70,14 +76,10 @@ class Harness(unittest.TestCase):
         self.assertEqual(rc, 4, out)
 
     def test_case_without_verdict_is_broken(self):
-        rc, out, _ = self.run_fake(FAKE_first="none")
-        self.assertEqual(rc, 2, out)
-        self.assertIn("case ended without a verdict", out)
+        self.expect(2, "case ended without a verdict", FAKE_first="none")
 
     def test_crash_is_broken(self):
-        rc, out, _ = self.run_fake(FAKE_first="crash")
-        self.assertEqual(rc, 2, out)
-        self.assertIn("killed by signal 6", out)
+        self.expect(2, "killed by signal 6", FAKE_first="crash")
 
     def child(self, what):
         """Run a child through krepro_run_child() with a 0.5 s deadline: the
@@ -146,9 +148,7 @@ class Harness(unittest.TestCase):
         self.assertLessEqual(calls, 12)
 
     def test_setup_broken_runs_cleanup(self):
-        rc, out, _ = self.run_fake(FAKE_SETUP_BROKEN="1")
-        self.assertEqual(rc, 2, out)
-        self.assertIn("setup fails on purpose", out)
+        out = self.expect(2, "setup fails on purpose", FAKE_SETUP_BROKEN="1")
         self.assertIn("# cleanup ran", out)
 
     def test_kernel_report_after_mark_is_fail(self):
@@ -160,13 +160,11 @@ class Harness(unittest.TestCase):
     def test_scan_fail_is_a_test_point(self):
         # Every case passes, and the scan after them FAILs the run: the
         # stream must say so in a test point the plan counts.
-        rc, out, _ = self.run_fake(FAKE_first="report")
-        self.assertEqual(rc, 1, out)
-        self.assertIn("\nok 1 first\n", out)
+        out = self.expect(1, "\nok 1 first\n", FAKE_first="report")
         self.assertIn("\nnot ok 3 kernel-report-scan # FAIL 1 kernel report(s) after the "
                       "mark, taint 0 to 0\n", out)
         self.assertIn("# Totals: pass:2 fail:1", out)
-        self.assertKtapAgrees(out, rc)
+        self.assertKtapAgrees(out, 1)
 
     def assertKtapAgrees(self, out, rc):
         """The plan counts every test point, and a run that FAILs has a
@@ -195,19 +193,13 @@ class Harness(unittest.TestCase):
     def test_taint_already_set_is_broken(self):
         with open(path("tainted"), "w") as f:
             f.write("512\n")
-        rc, out, _ = self.run_fake()
-        self.assertEqual(rc, 2, out)
-        self.assertIn("already tainted (512)", out)
+        self.expect(2, "already tainted (512)")
 
     def test_missing_kconfig_is_skip(self):
-        rc, out, _ = self.run_fake(FAKE_NEEDS_KCONFIG="1")
-        self.assertEqual(rc, 4, out)
-        self.assertIn("kernel lacks CONFIG_KREPRO_FAKE_OPTION", out)
+        self.expect(4, "kernel lacks CONFIG_KREPRO_FAKE_OPTION", FAKE_NEEDS_KCONFIG="1")
 
     def test_other_arch_is_skip(self):
-        rc, out, _ = self.run_fake(FAKE_OTHER_ARCH)
-        self.assertEqual(rc, 4, out)
-        self.assertIn("runs on sparc64 s390, this machine is", out)
+        out = self.expect(4, "runs on sparc64 s390, this machine is", FAKE_OTHER_ARCH)
         self.assertIn("ok 1 first # SKIP", out)
 
     def test_no_marker_refuses(self):
