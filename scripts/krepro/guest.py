@@ -74,8 +74,8 @@ def kernel_cmdline(arch, repro, extra="", keep=False, prepare=False):
     # Quiet boot, full console from /init on (guest-image/init): a boot's
     # warnings and reports still reach the console. --append loglevel=7
     # brings the boot's other lines back.
-    parts = [f"console={ARCHES[arch]['console']}", "loglevel=5", "krepro.loglevel=7", "panic=-1",
-             "krepro.guest=1", f"krepro.run={repro}"] + ARCHES[arch]["bootargs"].split()
+    parts = ([f"console={ARCHES[arch]['console']}", "loglevel=5", "krepro.loglevel=7", "panic=-1"]
+             + ARCHES[arch]["bootargs"].split() + ["krepro.guest=1", f"krepro.run={repro}"])
     if extra:
         parts.append(extra)
     if keep:
