@@ -199,7 +199,7 @@ class Bundle(unittest.TestCase):
         for name, h in sums.items():
             self.assertEqual(hashlib.sha256(read(os.path.join(d, name), "rb")).hexdigest(), h, name)
         readme = read(os.path.join(d, "README.md"))
-        self.assertIn("`HANG` (exit 3", readme)
+        self.assertIn("`HANG` (no result within the time limit): neither verdict; exit 125", readme)
         for want in (FIX, "./run.sh", "refcount_t: addition on 0", "`# <case>: FAIL: ...`",
                      "PASS: fake-bug", "FAIL: fake-bug", "# race: FAIL: lost", "A fake."):
             self.assertIn(want, readme)
@@ -230,8 +230,10 @@ class Bundle(unittest.TestCase):
     # --- run.sh's outcome, from the init's result line ---
     def test_outcomes(self):
         d = self.unpack()
-        for plan, code, word in (("pass", 0, "PASS"), ("fail-own", 1, "FAIL"), ("bug-report", 1, "FAIL"),
-                                 ("broken", 2, "BROKEN"), ("skip", 4, "SKIP"), ("no-init", 2, "BROKEN")):
+        # (plan, the reproducer's exit status, run.sh's, the outcome)
+        for plan, status, code, word in (("pass", 0, 0, "PASS"), ("fail-own", 1, 1, "FAIL"),
+                                         ("bug-report", 1, 1, "FAIL"), ("broken", 2, 125, "BROKEN"),
+                                         ("skip", 4, 125, "SKIP"), ("no-init", None, 125, "BROKEN")):
             with self.subTest(plan=plan):
                 got, out, err = self.run_sh(d, plan)
                 self.assertEqual(got, code, out + err)
@@ -240,7 +242,7 @@ class Bundle(unittest.TestCase):
                 if plan == "no-init":
                     self.assertIn("no result line", last)
                 else:
-                    self.assertIn(f"the reproducer's exit status {code}", last)
+                    self.assertIn(f"the reproducer's exit status {status}", last)
         got, out, err = self.run_sh(d, "fail-own")
         self.assertIn("# race: FAIL: 3 echoes missing", out, "the reproducer's last lines are shown")
         self.assertIn(b"exit=1\r\n", read(os.path.join(d, "out", "console.log"), "rb"),
@@ -273,7 +275,7 @@ class Bundle(unittest.TestCase):
     def test_time_limit(self):
         d = self.unpack()
         got, out, err = self.run_sh(d, "hang", "--timeout", "2")
-        self.assertEqual(got, 3, out + err)
+        self.assertEqual(got, 125, out + err)
         self.assertIn("HANG: fake-bug on bzImage-mine (no result line in 2 s", out)
 
     def test_hang_that_is_the_bug(self):

@@ -104,11 +104,12 @@ def readme_outcomes(meta, arch):
         "",
         expected_lines(meta),
         "",
-        "- `BROKEN` (exit 2: the test could not run, or no result line), `SKIP` (exit 4: the "
+        "- `BROKEN` (the test could not run, or no result line), `SKIP` (the "
         "kernel lacks an option the reproducer needs)"
         + (": neither verdict. No result within the time limit is this bug's hang: `FAIL`, exit 1."
            if meta.hang_is_bug else
-           ", `HANG` (exit 3: no result within the time limit): neither verdict."),
+           ", `HANG` (no result within the time limit): neither verdict; exit 125, as "
+           "`git bisect run` skips a commit."),
         "",
         "The reproducer refuses to run outside a guest: its harness checks for "
         "`krepro.guest=1` on the kernel command line, which run.sh passes.",
