@@ -56,7 +56,9 @@ def pct(x):
 
 
 def pct_up(x):
-    return f"{math.ceil(x * 100 - 1e-9):.0f}%"
+    # Up to the next whole percent: a positive bound never reads "0%".
+    v = math.ceil(x * 100 - 1e-9)
+    return f"{max(v, 1) if x > 0 else 0:.0f}%"
 
 
 def rate_bound(p_low):
