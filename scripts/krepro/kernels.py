@@ -8,12 +8,9 @@ import subprocess
 from . import arches, distro, evidence
 from .guest import log
 from .paths import SCRIPTS, cache, kernels as kernels_dir
+from .usage import UsageError  # noqa: F401  (callers catch kernels.UsageError)
 
 FLAVOURS = ("unpatched", "patched")
-
-
-class UsageError(Exception):
-    pass
 
 
 class Undecidable(Exception):

@@ -118,5 +118,6 @@ class Parser(argparse.ArgumentParser):
 
 
 class UsageError(Exception):
-    """A usage error found once the options are parsed (a commit that does
-    not exist, say): the subcommand prints it as Parser does and returns USAGE."""
+    """A usage error found once the options are parsed (a kernel or a commit
+    that does not exist, say): the command prints it in one line and returns
+    USAGE."""
