@@ -14,7 +14,7 @@ import tempfile
 import time
 
 from . import arches
-from .paths import SCRIPTS, TOP, cache
+from .paths import SCRIPTS, TOP, cache, file_sha256
 from .usage import UsageError
 
 
@@ -110,12 +110,7 @@ def text_sha256(vmlinux, arch="x86_64"):
     with tempfile.NamedTemporaryFile() as out:
         p = subprocess.run([objcopy, "-O", "binary", "--only-section=.text", vmlinux, out.name],
                            capture_output=True)
-        if p.returncode:
-            return None
-        h = hashlib.sha256()
-        for chunk in iter(lambda: out.read(1 << 20), b""):
-            h.update(chunk)
-        return h.hexdigest()
+        return None if p.returncode else file_sha256(out.name)
 
 
 class Machinery:

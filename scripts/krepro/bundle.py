@@ -5,7 +5,6 @@ guest image compressed as the kernel can unpack it, its disk if it needs
 one, a run.sh with the QEMU command line krepro boots it with, a README and
 SHA256SUMS."""
 import gzip
-import hashlib
 import lzma
 import os
 import re
@@ -19,7 +18,7 @@ import types
 from . import arches, bundle_readme, disks, distro, guest, meta as metamod, runner
 from .arches import ARCHES
 from .kernels import Kernel, UsageError, Undecidable, kernel_config, prepare_kernels
-from .paths import repro_dir
+from .paths import file_sha256, repro_dir
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "run-bundle.sh.in")
 INITRD = "initramfs.cpio"
@@ -46,18 +45,10 @@ def compression(cfg):
     return "", None, "left uncompressed: the kernel has neither CONFIG_RD_GZIP nor CONFIG_RD_XZ"
 
 
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def build_id(kernel):
     """What names the kernel's build in the bundle's name: krepro's stamp
     for a flavour, else the image's own hash."""
-    return (kernel.build_id or sha256(kernel.image))[:12]
+    return (kernel.build_id or file_sha256(kernel.image))[:12]
 
 
 # Placeholders the QEMU command line is made with; run.sh fills them in.
@@ -256,7 +247,7 @@ def write_sums(stage):
     names = sorted(n for n in os.listdir(stage) if n != "SHA256SUMS")
     with open(os.path.join(stage, "SHA256SUMS"), "w") as f:
         for n in names:
-            f.write(f"{sha256(os.path.join(stage, n))}  {n}\n")
+            f.write(f"{file_sha256(os.path.join(stage, n))}  {n}\n")
 
 
 def summary(directory, tarball):

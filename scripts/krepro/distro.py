@@ -30,7 +30,7 @@ import subprocess
 
 from .arches import ARCHES
 from .modules import MODULE_EXT, Modules, closure, implied, mod_name, module_index, option_objects
-from .paths import TOP, cache
+from .paths import TOP, cache, file_sha256
 
 # What every guest needs from the kernel before a reproducer runs: the
 # virtio transport, the KTAP channel (virtio console), the scratch disk.
@@ -46,11 +46,7 @@ class DistroError(Exception):
 def unpack_deb(deb):
     """A linux-image .deb unpacked once into the cache (never installed),
     with the modules.dep its postinst would have made (depmod -b)."""
-    h = hashlib.sha256()
-    with open(deb, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    root = os.path.join(cache(), "distro", f"{os.path.basename(deb)[:-4]}-{h.hexdigest()[:12]}")
+    root = os.path.join(cache(), "distro", f"{os.path.basename(deb)[:-4]}-{file_sha256(deb)[:12]}")
     if not os.path.isdir(root):
         tmp = root + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)

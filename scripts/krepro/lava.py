@@ -6,7 +6,6 @@ virtio console, so the guest's init sends the reproducer's KTAP there too
 (guest-image/init), and the host splits the log back into console.log and
 ktap.txt: the same two files a local guest leaves, judged by the same code.
 """
-import hashlib
 import json
 import os
 import re
@@ -18,7 +17,7 @@ import time
 from .arches import ARCHES
 from . import guest
 from .backend import Backend, GuestResult, stopped
-from .paths import read
+from .paths import file_sha256, read
 from .protocol import EXIT_OUTCOME, INIT_DONE, INIT_RUNNING, INIT_STARTED, RESULT_LAVA
 
 # The harness's exit codes as LAVA results (BROKEN: LAVA's "unknown").
@@ -349,11 +348,7 @@ def publish(path, artifacts):
     """A file where the lab can download it: copied into the directory the
     user serves (artifacts = (dir, base url)), named by its content."""
     directory, base = artifacts
-    with open(path, "rb") as f:
-        digest = hashlib.sha256()
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    name = f"{digest.hexdigest()[:16]}-{os.path.basename(path)}"
+    name = f"{file_sha256(path)[:16]}-{os.path.basename(path)}"
     dest = os.path.join(directory, name)
     if not os.path.exists(dest):
         shutil.copyfile(path, dest + ".tmp")

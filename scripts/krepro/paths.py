@@ -1,4 +1,5 @@
 """Where things are: the repository, the build, the cache."""
+import hashlib
 import os
 import subprocess
 
@@ -34,6 +35,16 @@ def read(path):
             return f.read()
     except OSError:
         return ""
+
+
+def file_sha256(path):
+    """The sha256 of a file's bytes, read in 1 MiB pieces (kernel images,
+    .debs, disks), as hex."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def git_commit():
