@@ -176,4 +176,4 @@ def start(o):
         return dry_run(b, line)
     log(cost_note())
     log(f"results: {results}")
-    return b.run()
+    return b.run(line)

@@ -158,9 +158,10 @@ class Bisect:
                 "runs): the "
                 f"confidence is recomputed with rate >= {stats.pct(self.rate.low)}")
 
-    def run(self):
+    def run(self, line=None):
+        """The whole bisection; line: resolve()'s, when the caller has it."""
         os.makedirs(self.results, exist_ok=True)
-        line = self.resolve()
+        line = line or self.resolve()
         self.data = record.new_record(self, len(line))
         log(f"{len(line)} commits on the first-parent line from {self.good[:12]} (good) to "
             f"{self.bad[:12]} (bad): about {math.ceil(math.log2(len(line) + 1))} steps after BAD and GOOD")
