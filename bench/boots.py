@@ -16,6 +16,7 @@ series: hundreds of boots in minutes); --without and --load make a
 before/after series (e.g. --without no_timer_check under bench/with-load.sh).
 One guest at a time; never beside a kernel build.
 """
+import argparse
 import datetime
 import json
 import os
@@ -30,7 +31,7 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import guest, kernels, paths, reports  # noqa: E402
+from krepro import arches, guest, kernels, paths, reports  # noqa: E402
 from krepro.usage import Parser  # noqa: E402
 
 
@@ -99,19 +100,32 @@ def write(path, summary):
     os.replace(path + ".tmp", path)
 
 
+def regex(text):
+    try:
+        return re.compile(text)
+    except re.error as e:
+        raise argparse.ArgumentTypeError(f"not a regular expression ({e})")
+
+
+def count(text):
+    if not text.isdigit() or not 1 <= int(text) <= 10000:
+        raise argparse.ArgumentTypeError(f"wants a whole number from 1 to 10000, not '{text}'")
+    return int(text)
+
+
 def main(argv):
     p = Parser(prog="bench/boots.py", allow_abbrev=False)
-    p.add_argument("--arch", default="x86_64")
+    p.add_argument("--arch", default="x86_64", choices=sorted(arches.ARCHES))
     p.add_argument("--kernel", default="unpatched")
     p.add_argument("--append", default="")
     p.add_argument("--without", action="append", default=[],
                    help="leave this word out of krepro's own kernel command line (a before/after series)")
     p.add_argument("--load", default="none",
                    help="what ran beside the guests, for the record (e.g. 'bench/with-load.sh 2')")
-    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--runs", type=count, default=20)
     p.add_argument("--record")
     p.add_argument("--keep-logs")
-    p.add_argument("--stop-at", type=re.compile,
+    p.add_argument("--stop-at", type=regex,
                    help="stop each guest once its console has a line matching this regex (an "
                         "early-boot series), unless the timer probe fell back")
     p.add_argument("--initrd", help="the guest image (default: the whole one, every reproducer)")
