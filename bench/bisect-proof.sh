@@ -1,0 +1,23 @@
+#!/bin/bash
+# bench/bisect-proof.sh [HISTORY [RESULTS]]: `krepro bisect` on the real
+# history bench/bisect-history.sh makes, for its four bugs: the deterministic
+# xfs-nowait-dio with the rate measured on BAD (the default), the three races
+# with their recorded rates. The bisections share one object directory: the
+# first builds the tip from scratch, every later step rebuilds what changed.
+# Each bisection's bisect.json and summary.md land in RESULTS/<repro>/; the
+# last line per bisection is its verdict and exit status.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+hist=${1:-${KREPRO_CACHE:-$HOME/.cache/krepro}/bisect-history}
+out=${2:-$top/results/bisect-proof-$(date +%Y%m%d-%H%M%S)}
+[ -d "$hist/.git" ] || "$top/bench/bisect-history.sh" "$hist" || exit 128
+mkdir -p "$out"
+for spec in xfs-nowait-dio:measure nvme-rdma-timeout:recorded nvme-tcp-timeout:recorded \
+		can-j1939-echo:recorded; do
+	repro=${spec%%:*} rate=${spec#*:}
+	t0=$(date +%s)
+	PYTHONPATH=$top/scripts python3 -m krepro bisect --tree "$hist" --good pristine --bad HEAD \
+		--rate "$rate" --results "$out/$repro" "$repro"
+	rc=$?
+	echo "bisect-proof: $repro (--rate $rate): exit $rc in $(($(date +%s) - t0)) s"
+done
