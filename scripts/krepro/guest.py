@@ -14,6 +14,8 @@ from .arches import ARCHES
 from .backend import Backend, GuestResult, stopped
 from .paths import cache, read
 from .protocol import INIT_DONE, INIT_STARTED
+# Guest slots live in slots.py; lava.py and the bench take them through here.
+from .slots import guest_slot  # noqa: F401
 
 
 def log(msg):
@@ -122,56 +124,6 @@ def stop_all():
     with LIVE_LOCK:
         for p in list(LIVE):
             kill_group(p)
-
-
-def slot_name(i):
-    # Slot 0 keeps the name of the old one-guest lock.
-    return "boot.lock" if i == 0 else f"boot.lock.{i}"
-
-
-@contextlib.contextmanager
-def guest_slot(jobs, alone=False):
-    """One of the machine's `jobs` guest slots ($KREPRO_CACHE/boot.lock*),
-    or all of them for a guest that needs the host to itself (a race whose
-    odds change when other guests share the CPUs). Held across invocations:
-    two runs on one machine share its slots."""
-    os.makedirs(cache(), exist_ok=True)
-    fds = [os.open(os.path.join(cache(), slot_name(i)), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
-           for i in range(jobs)]
-    held = []
-    try:
-        said = False
-        if alone:
-            # In slot order, as every taker does: no two wait on each other.
-            for fd in fds:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    if not said:
-                        log("waiting for the other guests to finish (this one needs the host "
-                            f"to itself; locks: {os.path.join(cache(), 'boot.lock*')})")
-                        said = True
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-                held.append(fd)
-        else:
-            while not held:
-                for fd in fds:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        held.append(fd)
-                        break
-                    except BlockingIOError:
-                        pass
-                else:
-                    if not said:
-                        log("waiting for another guest to finish "
-                            f"(locks: {os.path.join(cache(), 'boot.lock*')})")
-                        said = True
-                    time.sleep(0.2)
-        yield
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 # How often a running guest's console is read; how long a guest may go on
