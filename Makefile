@@ -176,9 +176,9 @@ report:
 # The whole bisection (python3 -m krepro bisect --help); MISS is a good
 # step's target miss, MAX_RUNS its cap.
 bisect:
-	@test -n "$(TREE)" -a -n "$(GOOD)" -a -n "$(BAD)" -a -n "$(REPRO)" || { echo "usage: make bisect TREE=DIR GOOD=G BAD=B REPRO=R [MISS=P] [MAX_RUNS=N]" >&2; exit 2; }
+	@test -n "$(TREE)" -a -n "$(GOOD)" -a -n "$(BAD)" -a -n "$(REPRO)" || { echo "usage: make bisect TREE=DIR GOOD=G BAD=B REPRO=R [RATE=measure|recorded] [MISS=P] [MAX_RUNS=N]" >&2; exit 2; }
 	@PYTHONPATH=scripts python3 -m krepro bisect --tree "$(TREE)" --good "$(GOOD)" --bad "$(BAD)" \
-		$(if $(MISS),--miss $(MISS)) --max-runs $(MAX_RUNS) $(REPRO)
+		$(if $(RATE),--rate $(RATE)) $(if $(MISS),--miss $(MISS)) --max-runs $(MAX_RUNS) $(REPRO)
 # krepro bundle builds what the row needs itself (python3 -m krepro bundle --help);
 # KREPRO_ARCH=arm for the ARM guest's.
 BUNDLES ?= bundles
