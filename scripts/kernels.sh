@@ -27,7 +27,8 @@ set -euo pipefail
 
 PATCHES=${KREPRO_PATCHES:-$KREPRO_TOP/kernel-patches}
 OBJ=${KREPRO_OBJ:-$KREPRO_CACHE/build/$KREPRO_ARCH}
-JOBS=${KREPRO_JOBS:-$(nproc)}
+# Compile jobs: every core unless told (KREPRO_JOBS is the guests' count, not this).
+JOBS=${KREPRO_BUILD_JOBS:-$(nproc)}
 
 git_tree() { git -C "$KREPRO_TREE" "$@"; }
 
