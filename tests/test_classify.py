@@ -277,7 +277,7 @@ def crash(log):
 class Golden(unittest.TestCase):
     def test_golden_logs(self):
         logs = sorted(glob.glob(os.path.join(HERE, "console", "*.log")))
-        self.assertTrue(logs)
+        self.assertGreater(len(logs), 200)
         start = time.monotonic()
         for log in logs:
             with self.subTest(log=os.path.basename(log)):
