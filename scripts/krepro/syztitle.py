@@ -3,7 +3,7 @@
 The stem is the report table's column 4 (repro/lib/kernel-reports.tsv), with
 KASAN's access type added ("KASAN: use-after-free Read"). The function is
 the first frame a rule finds that is not reporting machinery, locking,
-allocation or string helpers (SKIP, searched in the name as syzkaller
+allocation or string functions (SKIP, searched in the name as syzkaller
 does), without its compiler suffix and one syscall wrapper prefix.
 Addresses, numbers, CPU numbers and task names are then dropped from the
 title (sanitize()).
