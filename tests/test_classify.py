@@ -364,36 +364,41 @@ class Culprits(unittest.TestCase):
                   "Call Trace:\n memcpy+0x1/0x2\n __x64_sys_writer.cold+0x1/0x2\n")
         self.assertEqual(c["culprit"], "KASAN: slab-out-of-bounds Write in sys_writer")   # one prefix
 
-    def test_warning_names_the_crash_site_else_its_trace(self):
-        c = crash("WARNING: CPU: 0 PID: 7 at lib/refcount.c:25 refcount_warn_saturate+0x1/0x2\n"
-                  "RIP: 0010:refcount_warn_saturate+0x1/0x2\n"
-                  "Call Trace:\n <TASK>\n putter_fn+0x1/0x2\n </TASK>\n")
-        self.assertEqual(c["culprit"], "WARNING: refcount bug in putter_fn")
-        c = crash("WARNING: CPU: 0 PID: 7 at fs/x.c:10 warn_fn+0x1/0x2\n"
-                  "RIP: 0010:warn_fn.isra.0+0x1/0x2\nCall Trace:\n other_fn+0x1/0x2\n")
-        self.assertEqual(c["culprit"], "WARNING in warn_fn")
+    # (what the case shows, log, culprit title)
+    CASES = (
+        ("a WARNING names its crash site, else its trace",
+         "WARNING: CPU: 0 PID: 7 at lib/refcount.c:25 refcount_warn_saturate+0x1/0x2\n"
+         "RIP: 0010:refcount_warn_saturate+0x1/0x2\nCall Trace:\n <TASK>\n putter_fn+0x1/0x2\n </TASK>\n",
+         "WARNING: refcount bug in putter_fn"),
+        ("the crash site without its compiler suffix",
+         "WARNING: CPU: 0 PID: 7 at fs/x.c:10 warn_fn+0x1/0x2\n"
+         "RIP: 0010:warn_fn.isra.0+0x1/0x2\nCall Trace:\n other_fn+0x1/0x2\n",
+         "WARNING in warn_fn"),
+        ("a refcount_t line leaves its name to the WARNING under it",
+         "refcount_t: addition on 0; use-after-free.\n"
+         "WARNING: CPU: 0 PID: 7 at lib/refcount.c:25 refcount_warn_saturate+0x1/0x2\n"
+         "RIP: 0010:refcount_warn_saturate+0x1/0x2\nCall Trace:\n getter_fn+0x1/0x2\n",
+         "WARNING: refcount bug in getter_fn"),
+        ("a circular dependency: the first lock line not skipped",
+         "WARNING: possible circular locking dependency detected\nt/7 is trying to acquire lock:\n"
+         "ffffffff82000000 (a_lock){+.+.}-{3:3}, at: __mutex_lock+0x1/0x2\n\n"
+         "but task is already holding lock:\nffffffff82000100 (b_lock){+.+.}-{3:3}, at: holder_fn+0x1/0x2\n",
+         "possible deadlock in holder_fn"),
+        ("recursive locking: the lock taker, nothing skipped",
+         "WARNING: possible recursive locking detected\nt/7 is trying to acquire lock:\n"
+         "ffffffff82000000 (a_lock){+.+.}-{3:3}, at: flush_workqueue+0x1/0x2\n",
+         "possible deadlock in flush_workqueue"),
+        ("older lockdep's bracketed header and address",
+         "[ INFO: possible recursive locking detected ]\nt/7 is trying to acquire lock:\n"
+         " (a_lock){+.+.}, at: [<ffffffff81000000>] taker_fn+0x1/0x2\n",
+         "possible deadlock in taker_fn"),
+    )
 
-    def test_a_line_syzkaller_does_not_name_leaves_it_to_the_next_header(self):
-        c = crash("refcount_t: addition on 0; use-after-free.\n"
-                  "WARNING: CPU: 0 PID: 7 at lib/refcount.c:25 refcount_warn_saturate+0x1/0x2\n"
-                  "RIP: 0010:refcount_warn_saturate+0x1/0x2\nCall Trace:\n getter_fn+0x1/0x2\n")
-        self.assertEqual((c["title"], c["culprit"]), ("refcount_t: addition on 0; use-after-free",
-                                                      "WARNING: refcount bug in getter_fn"))
-
-    def test_lockdep_names_the_lock_taker(self):
-        c = crash("WARNING: possible circular locking dependency detected\n"
-                  "t/7 is trying to acquire lock:\n"
-                  "ffffffff82000000 (a_lock){+.+.}-{3:3}, at: __mutex_lock+0x1/0x2\n\n"
-                  "but task is already holding lock:\n"
-                  "ffffffff82000100 (b_lock){+.+.}-{3:3}, at: holder_fn+0x1/0x2\n")
-        self.assertEqual(c["culprit"], "possible deadlock in holder_fn")
-        c = crash("WARNING: possible recursive locking detected\n"
-                  "t/7 is trying to acquire lock:\n"
-                  "ffffffff82000000 (a_lock){+.+.}-{3:3}, at: flush_workqueue+0x1/0x2\n")
-        self.assertEqual(c["culprit"], "possible deadlock in flush_workqueue")   # raw: no skipping
-        c = crash("[ INFO: possible recursive locking detected ]\n"
-                  "t/7 is trying to acquire lock:\n (a_lock){+.+.}, at: [<ffffffff81000000>] taker_fn+0x1/0x2\n")
-        self.assertEqual(c["culprit"], "possible deadlock in taker_fn")
+    def test_cases(self):
+        for what, log, want in self.CASES:
+            with self.subTest(what):
+                self.assertEqual(crash(log)["culprit"], want)
+        self.assertEqual(crash(self.CASES[2][1])["title"], "refcount_t: addition on 0; use-after-free")
 
     def test_memory_leak_skips_the_allocators(self):
         c = crash("BUG: memory leak\nunreferenced object 0xffff888004a2c800 (size 64):\n"
