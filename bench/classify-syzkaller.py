@@ -101,7 +101,8 @@ def write_record(a, out, raw):
            "machine": a.machine, "commit": a.commit, "syzkaller_commit": a.syzkaller_commit,
            "files": out["all"]["files"],
            "held_back": f"{held['files']} files, those whose number is divisible by {HELD_BACK_EVERY}, "
-                        "chosen before any tuning and not looked at while tuning",
+                        "chosen before any tuning; none of their mismatches was looked at while "
+                        "tuning (their totals were printed beside the tuned-on part's)",
            "arch": "inferred from each log (arm64 'pc : ', ARM 'PC is at', else x86_64)",
            "figures": {f"held back: {k}": share_text(v) for k, v in held.items() if k != "files"},
            "parts": out, "raw": "\n".join(raw)}
