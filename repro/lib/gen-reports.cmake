@@ -1,13 +1,14 @@
 # Turn kernel-reports.tsv into a C array of its regexes (the second column;
-# the guest needs neither the titles nor the host's culprit stems).
+# the guest needs neither the titles nor the host's culprit stems and rules).
 file(STRINGS ${IN} lines)
 set(body "")
 foreach(line IN LISTS lines)
-  if(line MATCHES "^#" OR line STREQUAL "")
+  # Kind "-": not a report; the host alone skips such lines.
+  if(line MATCHES "^#" OR line MATCHES "^-\t" OR line STREQUAL "")
     continue()
   endif()
-  if(NOT line MATCHES "^[^\t]+\t([^\t]+)\t[^\t]+(\t[^\t]+)?$")
-    message(FATAL_ERROR "${IN}: not kind<TAB>regex<TAB>title[<TAB>culprit stem]: ${line}")
+  if(NOT line MATCHES "^[^\t]+\t([^\t]+)\t[^\t]+(\t[^\t]+)?(\t[^\t]+)?$")
+    message(FATAL_ERROR "${IN}: not kind<TAB>regex<TAB>title[<TAB>culprit stem[<TAB>culprit rule]]: ${line}")
   endif()
   set(re "${CMAKE_MATCH_1}")
   string(REPLACE "\\" "\\\\" re "${re}")

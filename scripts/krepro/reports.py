@@ -6,40 +6,63 @@ matches one of the reproducer's declared signatures (kind, title pattern, a
 function its crashing task's call trace must contain: TraceReader); any other
 report is OTHER.
 
-Beside its title a report gets a culprit title, syzbot's way of naming it:
-the row's culprit stem, " in ", and the first function of its trace that is
-not reporting machinery (trace.py), e.g. "WARNING in
-blk_mq_start_request" where the title names refcount_warn_saturate.
+Beside its title a report gets its title by syzkaller's rules, the
+"culprit" (syztitle.py): the row's stem, " in ", and the function its rule
+finds, e.g. "WARNING: refcount bug in j1939_can_recv" where the title is
+"refcount_t: addition on 0; use-after-free". When a log has several reports
+the first one counts (syzkaller_title()).
 """
 import os
 import re
 
 from .paths import TOP
-from .trace import HISTORY, NOT_TRACE, TraceReader, culprit_title, line_frames
+from . import syztitle
+from .trace import TraceReader, culprit_title, line_frames  # noqa: F401  (culprit_title: API)
 from .protocol import EXIT_OUTCOME, INIT, INIT_STARTED, RESULT_RE, START_RE
 
 PATTERNS_TSV = os.path.join(TOP, "repro", "lib", "kernel-reports.tsv")
 
-TIMESTAMP = re.compile(r"^\[\s*[0-9]+\.[0-9]+\]\s?")
+# The printk timestamp, and the caller id ("[ T1234]", "[    C0]") a kernel
+# with CONFIG_PRINTK_CALLER prints after it.
+TIMESTAMP = re.compile(r"^\[\s*[0-9]+\.[0-9]+\](\[ *[TC][0-9]+\])?\s?")
 OFFSETS = re.compile(r"\+0x[0-9a-f]+/0x[0-9a-f]+")
 REPORT_END = re.compile(r"^(---\[ end |={20,}$|" + INIT + ")")
 TRACE_LINES = 150
 
 
+class Table(list):
+    """The report rows, and the rows of kind "-" as .ignore: regexes of
+    lines that look like a report and are not one."""
+    ignore = ()
+
+
 def load_patterns(path=PATTERNS_TSV):
-    """The table's rows: (kind, compiled regex, title, culprit stem or None)."""
-    rows = []
+    """The table's report rows: (kind, compiled regex, title, culprit stem or
+    None), a Table. Each row's culprit rule (column 5) is RULES[its regex's
+    pattern]."""
+    rows, ignore = Table(), []
     with open(path) as f:
         for n, line in enumerate(f, 1):
             line = line.rstrip("\n")
             if not line or line.startswith("#"):
                 continue
             cols = line.split("\t")
-            if len(cols) not in (3, 4):
-                raise ValueError(f"{path}:{n}: want kind<TAB>regex<TAB>title[<TAB>culprit stem]")
-            kind, regex, title, stem = cols + [None] * (4 - len(cols))
-            rows.append((kind, re.compile("^(?:" + regex + ")"), title, stem))
+            if len(cols) not in (3, 4, 5):
+                raise ValueError(f"{path}:{n}: want kind<TAB>regex<TAB>title"
+                                 "[<TAB>culprit stem[<TAB>culprit rule]]")
+            kind, regex, title, stem, rule = cols + [None] * (5 - len(cols))
+            compiled = re.compile("^(?:" + regex + ")")
+            if kind == "-":
+                ignore.append(compiled)
+                continue
+            rows.append((kind, compiled, title, stem))
+            RULES[compiled.pattern] = rule
+    rows.ignore = tuple(ignore)
     return rows
+
+
+# A row's culprit rule, by its compiled regex's pattern (load_patterns()).
+RULES = {}
 
 
 def console_lines(text):
@@ -47,9 +70,18 @@ def console_lines(text):
     return numbered(text.splitlines())
 
 
+# A timestamp inside a line: the console merged two messages ("login: [
+# 16.3] INFO: ...", a line cut short and the next); the last message counts.
+INNER_STAMP = re.compile(r"\[ *[0-9]+\.[0-9]{6}\](\[ *[TC][0-9]+\])? ?|^[^ ]+ login: ")
+
+
 def numbered(raw_lines):
     for n, raw in enumerate(raw_lines, 1):
-        yield n, TIMESTAMP.sub("", raw.rstrip("\r"))
+        line = TIMESTAMP.sub("", raw.rstrip("\r"))
+        inner = None
+        for inner in INNER_STAMP.finditer(line):
+            pass
+        yield n, line[inner.end():] if inner else line
 
 
 # The kernel prints at most 1 KiB a line (printk's limit): the streaming
@@ -90,14 +122,20 @@ def any_header(patterns):
 
 
 def classify_line(line, patterns, quick=None):
-    """The report header a console line is (kind, title, stem), or None."""
+    """The report header a console line is (kind, title, stem, culprit
+    rule), or None."""
+    line = line.lstrip()
+    if line.startswith("[ ") and line.endswith(" ]"):
+        line = line[2:-2]   # older lockdep: "[ INFO: inconsistent lock state ]"
     if quick is not None and not quick.match(line):
+        return None
+    if any(regex.match(line) for regex in getattr(patterns, "ignore", ())):
         return None
     for kind, regex, title, stem in patterns:
         m = regex.match(line)
         if m:
             t, st = (OFFSETS.sub("", m.expand(x)).strip() if x else None for x in (title, stem))
-            return kind, t, st
+            return kind, t, st, RULES.get(regex.pattern)
     return None
 
 
@@ -119,10 +157,14 @@ def crashes(text, patterns=None):
     (a refcount_t line and its WARNING, FORTIFY then kernel BUG then Oops) are
     one crash, titled by its first header. A crash ends at an end-of-trace
     line, KASAN's closing rule, the next krepro line, or TRACE_LINES lines.
-    Dicts: kind, title, culprit (culprit_title()), line, headers [(kind,
-    title)], frames (every function its lines name, in order: what a reader
-    is shown), trace_frames (the reliable frames of the crashing task's call
-    trace, TraceReader: what a signature's frame must match)."""
+    Dicts: kind, title, line, headers [(kind, title)], frames (every
+    function its lines name, in order: what a reader is shown), trace_frames
+    (the reliable frames of the crashing task's call trace, TraceReader: what
+    a signature's frame must match), and syzkaller's title of it
+    (syztitle.py): culprit (the title, "STEM in FUNCTION"), stem (with
+    KASAN's access type), access ("Read", "Write" or None), function (the
+    culprit function or None) and corrupted (True when its stack has no
+    culprit or is mixed with another's)."""
     return list(crashes_stream(console_lines(text), patterns))
 
 
@@ -133,37 +175,50 @@ def crashes_stream(lines, patterns=None):
     however long the log."""
     patterns = patterns or load_patterns()
     quick = any_header(patterns)
-    cur, start = None, 0
-    for i, (n, line) in enumerate(lines):
-        if cur is not None and (i - start >= TRACE_LINES or
-                                (REPORT_END.match(line) and i > start)):
-            yield cur
+    cur = None
+    for n, line in lines:
+        if cur is not None and (len(cur["_lines"]) >= TRACE_LINES or
+                                (REPORT_END.match(line) and cur["_lines"])):
+            yield finish(cur)
             cur = None
             if not line.startswith("krepro"):
                 continue
         h = classify_line(line, patterns, quick)
         if h is not None:
             if cur is None:
-                reader = TraceReader()
                 cur = {"kind": h[0], "title": h[1], "line": n, "headers": [], "frames": [],
-                       "trace_frames": reader.frames}
-                start, stem, trace, history = i, h[2], [], None
+                       "_reader": TraceReader(), "_lines": [], "_heads": []}
             cur["headers"].append([h[0], h[1]])
-        if cur is None:
-            continue
-        reader.feed(line, h is not None)
-        for f in line_frames(line):
-            if f not in cur["frames"]:
-                cur["frames"].append(f)
-        if history is not None and history.search(line):
-            history = None
-        if history is None:
-            history = next((close for opener, close in HISTORY if opener.search(line)), None)
-        if history is None and not NOT_TRACE.search(line):
-            trace += line_frames(line.split(" hint: ")[0])
-        cur["culprit"] = culprit_title(stem, cur["title"], trace)
+            cur["_heads"].append((len(cur["_lines"]), h[2], h[3]))
+        if cur is not None:
+            feed(cur, line, h is not None)
     if cur is not None:
-        yield cur
+        yield finish(cur)
+
+
+def feed(cur, line, header):
+    """One line of a crash, kept for its title, its frames read."""
+    cur["_lines"].append(line)
+    cur["_reader"].feed(line, header)
+    for f in line_frames(line):
+        if f not in cur["frames"]:
+            cur["frames"].append(f)
+
+
+def finish(cur):
+    """The crash's dict, titled by syzkaller's rules from the first header
+    that names it (a stem other than "-")."""
+    cur["trace_frames"] = cur.pop("_reader").frames
+    lines, heads = cur.pop("_lines"), cur.pop("_heads")
+    named = next(((i, stem, rule) for i, stem, rule in heads if stem != "-"), None)
+    if named is None or named[1] is None:
+        title = cur["headers"][named and heads.index(named) or 0][1]
+        cur.update(culprit=syztitle.sanitize(title), stem=None, access=None, function=None,
+                   corrupted=False)
+        return cur
+    i, stem, rule = named
+    cur.update(syztitle.title(stem, lines[i:], rule))
+    return cur
 
 
 def signature_matches(report, sig):
@@ -276,3 +331,9 @@ def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
         return out("OTHER", " | ".join(why[:2]) or "exit 1 without the reproducer's evidence")
     tag = {"PASS": "PASS:", "BROKEN": "BROKEN", "SKIP": "SKIP"}[outcome]
     return out(outcome, " | ".join(ktap_lines(ktap, tag)[:3]) or f"exit {exit_code}")
+
+
+def syzkaller_title(text, patterns=None):
+    """The title syzkaller gives the log: its first crash's, or None."""
+    cs = crashes(text, patterns)
+    return cs[0]["culprit"] if cs else None

@@ -112,7 +112,7 @@ CRASH_SITE = re.compile(r"^(RIP: [0-9a-f]{4}:|PC is at |pc : )")
 TRACE_CLOSE = re.compile(
     r"^(---\[ end |={20,}$|Kernel panic|krepro|Modules linked in|CPU: [0-9]+ (PID|UID)"
     r"|(Allocated|Freed) by task|Last potentially related work|Second to last potentially related work"
-    r"|kfence-#[0-9]+ .*allocated by task|freed by task|The buggy address|Memory state"
+    r"|kfence-#[0-9]+ .*allocated by task|allocated by task|freed by task|The buggy address|Memory state"
     r"|Reported by Kernel Concurrency Sanitizer|value changed: "
     r"|(no locks|[0-9]+ locks?) held by |Showing all locks held|Showing busy workqueues"
     r"|the existing dependency chain|other info that might help|irq event stamp|(hard|soft)irqs last"

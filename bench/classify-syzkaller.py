@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""How krepro's classifier titles syzkaller's parser test logs, by
+syzkaller's own expected titles.
+
+usage: bench/classify-syzkaller.py TESTDATA_DIR [--mismatches] [--part all|tune|held]
+           [--record FILE --syzkaller-commit HASH --commit HASH --machine TEXT]
+
+TESTDATA_DIR is syzkaller's pkg/report/testdata/linux/report (a checkout of
+google/syzkaller; nothing of it is committed here). Each file there is a
+console log after a header ("TITLE: ...", "CORRUPTED: Y", ... then a blank
+line); a file without TITLE expects no report. Four figures: logs with a
+report where krepro finds one; logs without where it finds none; the first
+report's stem equal (the title without its " in FUNCTION"); the whole title
+equal. The held-back part (files whose number is divisible by 5, chosen
+before any tuning) is reported apart: those figures are the ones that count.
+The arch is inferred from the log (arm64 "pc : ", ARM "PC is at", else x86_64).
+--record writes the figures (no log text) as a bench/records JSON record:
+"figures" holds the held-back part's four, "parts" every part's.
+"""
+import collections
+import datetime
+import json
+import os
+import re
+import sys
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+from krepro import reports  # noqa: E402
+from krepro.usage import Parser  # noqa: E402
+
+HELD_BACK_EVERY = 5
+
+
+def read_case(path):
+    """(header dict, log text) of one test file."""
+    with open(path, "rb") as f:
+        data = f.read().decode("utf-8", "replace")
+    head, _, log = data.partition("\n\n")
+    fields = collections.defaultdict(list)
+    for line in head.splitlines():
+        if line.startswith("#"):
+            continue
+        key, sep, val = line.partition(": ")
+        if sep and re.fullmatch(r"[A-Z ]+", key):
+            fields[key].append(val.strip())
+        else:   # no header at all: the whole file is the log
+            return {}, data
+    return fields, log
+
+
+def arch_of(log):
+    if re.search(r"^(\[[^]]*\] )*pc : ", log, re.M):
+        return "arm64"
+    if re.search(r"PC is at |\] \([A-Za-z_0-9.]+\) from \[<", log):
+        return "arm"
+    return "x86_64"
+
+
+def stem(title):
+    return title.split(" in ")[0] if title else None
+
+
+def judge(path):
+    fields, log = read_case(path)
+    want = (fields.get("TITLE") or [None])[0]
+    got = reports.syzkaller_title(log)
+    return {"file": os.path.basename(path), "arch": arch_of(log), "want": want, "got": got,
+            "corrupted": fields.get("CORRUPTED") == ["Y"],
+            "found": bool(want) and bool(got), "clean": not want and not got,
+            "stem": bool(want) and stem(got) == stem(want),
+            "title": bool(want) and got == want}
+
+
+def figures(rows):
+    with_r = [r for r in rows if r["want"]]
+    without = [r for r in rows if not r["want"]]
+
+    def share(sub, key):
+        n = sum(r[key] for r in sub)
+        return {"n": n, "of": len(sub), "percent": round(100 * n / len(sub), 1) if sub else None}
+    return {"files": len(rows), "report found": share(with_r, "found"),
+            "no report, none found": share(without, "clean"),
+            "stem equal": share(with_r, "stem"), "title equal": share(with_r, "title")}
+
+
+def share_text(v):
+    return f"{v['n']}/{v['of']} ({v['percent']}%)" if v["of"] else "0/0"
+
+
+def show(name, figs):
+    parts = [f"{k} {share_text(v)}" for k, v in figs.items() if k != "files"]
+    return f"{name:<16} {figs['files']:>4} files: " + "; ".join(parts)
+
+
+def write_record(a, out, raw):
+    held = out["held back"]
+    rec = {"kind": "classify-syzkaller", "date": datetime.date.today().isoformat(),
+           "what": "bench/classify-syzkaller.py: krepro's title of each of syzkaller's Linux parser "
+                   "test logs (pkg/report/testdata/linux/report) against the title syzkaller expects",
+           "machine": a.machine, "commit": a.commit, "syzkaller_commit": a.syzkaller_commit,
+           "files": out["all"]["files"],
+           "held_back": f"{held['files']} files, those whose number is divisible by {HELD_BACK_EVERY}, "
+                        "chosen before any tuning; none of their mismatches was looked at while "
+                        "tuning (their totals were printed beside the tuned-on part's)",
+           "arch": "inferred from each log (arm64 'pc : ', ARM 'PC is at', else x86_64)",
+           "figures": {f"held back: {k}": share_text(v) for k, v in held.items() if k != "files"},
+           "parts": out, "raw": "\n".join(raw)}
+    with open(a.record, "w") as f:
+        json.dump(rec, f, indent=1)
+        f.write("\n")
+
+
+
+def main(argv):
+    p = Parser(prog="bench/classify-syzkaller.py", allow_abbrev=False)
+    p.add_argument("testdata")
+    p.add_argument("--mismatches", action="store_true", help="list files whose title differs")
+    p.add_argument("--part", choices=("all", "tune", "held"), default="all",
+                   help="which files --mismatches lists (default all)")
+    p.add_argument("--record", help="write the figures to this JSON file")
+    p.add_argument("--syzkaller-commit", default="", help="the syzkaller commit the data is from")
+    p.add_argument("--commit", default=None, help="the krepro commit measured")
+    p.add_argument("--machine", default="", help="the machine it ran on")
+    a = p.parse_args(argv)
+    names = sorted((n for n in os.listdir(a.testdata) if n.isdigit()), key=int)
+    rows = [judge(os.path.join(a.testdata, n)) for n in names]
+    held = [r for r in rows if int(r["file"]) % HELD_BACK_EVERY == 0]
+    tune = [r for r in rows if int(r["file"]) % HELD_BACK_EVERY != 0]
+    out = {"held back": figures(held), "tuned on": figures(tune), "all": figures(rows)}
+    for part, sub in (("held back", held), ("tuned on", tune)):
+        for arch in sorted({r["arch"] for r in sub}):
+            out[f"{part}, {arch}"] = figures([r for r in sub if r["arch"] == arch])
+    raw = [show(k, v) for k, v in out.items()]
+    print("\n".join(raw))
+    if a.mismatches:
+        pick = {"all": rows, "tune": tune, "held": held}[a.part]
+        for r in pick:
+            if r["got"] != r["want"]:
+                print(f"{r['file']:>5} {r['arch']:<7} want {r['want']!r}\n{'':13} got  {r['got']!r}")
+    if a.record:
+        write_record(a, out, raw)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
