@@ -151,6 +151,10 @@ class Wrappings(unittest.TestCase):
                   {"__dump_stack": "lib/dump_stack.c:88"}),
                  (" dump_stack_lvl+0xd9/0x150 lib/dump_stack.c:106", " dump_stack_lvl+0xd9/0x150 lib/dump_stack.c:106",
                   {"dump_stack_lvl": "lib/dump_stack.c:106"}),
+                 ("dump_stack_lvl (lib/dump_stack.c:110 (discriminator 1))", "dump_stack_lvl+0x0/0x0",
+                  {"dump_stack_lvl": "lib/dump_stack.c:110"}),
+                 ("vfs_rmdir (fs/namei.c:4246 (discriminator 2) fs/namei.c:4223)", "vfs_rmdir+0x0/0x0",
+                  {"vfs_rmdir": "fs/namei.c:4223"}),
                  ("nvme nvme0: queue 1 (timeout 30s)", "nvme nvme0: queue 1 (timeout 30s)", {})]
         for line, plain, sources in cases:
             self.assertEqual(logtext.plain(line), plain)

@@ -44,10 +44,13 @@ _STAMP = (r"\[ *\+?[0-9]+\.[0-9]+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]?[0-9] [
 _CALLER = r"\[ *[TC][0-9]+\]"
 WRAPPING = re.compile(rf"^(?:> ?)*(?:{_SYSLOG})?(?:{_LEVEL})?(?:(?:{_STAMP}) ?)?(?:{_CALLER} ?)?")
 
-# A decoded frame: "name (file.c:12)", inlines "name (a.c:1 b.h:2)", a
-# segment before it ("0010:name (...)") kept as it is.
+# A decoded frame: "name (file.c:12)", inlines "name (a.c:1 b.h:2)", each
+# line perhaps with "(discriminator 1)"; a segment before it ("0010:name
+# (...)") kept as it is.
 _SRC = r"[A-Za-z0-9_./-]+\.[A-Za-z]+:[0-9]+"
-DECODED = re.compile(rf"([A-Za-z_][A-Za-z0-9_.]*) \(({_SRC}(?: {_SRC})*)\)")
+_DISC = r"(?: \(discriminator [0-9]+\))?"
+DECODED = re.compile(rf"([A-Za-z_][A-Za-z0-9_.]*) \(({_SRC}{_DISC}(?: {_SRC}{_DISC})*)\)")
+SRC = re.compile(_SRC)
 # syzbot's: " name file.c:12 [inline]" (no offset), and
 # " name+0x1c/0x40 file.c:12" (the offset is there: nothing to do).
 INLINE = re.compile(rf"^( *(?:\? )?)([A-Za-z_][A-Za-z0-9_.]*) ({_SRC}) \[inline\]$")
@@ -96,7 +99,7 @@ def sources(line):
     if ":" not in line:
         return out
     for m in DECODED.finditer(line):
-        out.setdefault(m.group(1), m.group(2).split()[-1])
+        out.setdefault(m.group(1), SRC.findall(m.group(2))[-1])
     m = INLINE.match(line)
     if m:
         out.setdefault(m.group(2), m.group(3))
@@ -109,6 +112,14 @@ def needle(regex):
     """A piece of text every line a regex matches contains (its longest run of
     plain characters that no group, class or quantifier makes optional), or
     None when there is no such piece of 3 characters or more."""
+    runs = required_runs(regex)
+    best = max(runs, key=len) if runs else ""
+    return best if len(best) >= 3 else None
+
+
+def required_runs(regex):
+    """The runs of plain characters every match of a regex contains, or None
+    for a top-level alternation."""
     runs, cur, i, depth = [], "", 0, 0
     while i < len(regex):
         c = regex[i]
@@ -138,8 +149,7 @@ def needle(regex):
         else:
             cur += atom
     runs.append(cur)
-    best = max(runs, key=len)
-    return best if len(best) >= 3 else None
+    return [r for r in runs if r]
 
 
 def file_lines(f):
@@ -165,22 +175,37 @@ def file_lines(f):
 BLOCK = 1 << 20
 # Separators str.splitlines() ends a line at, besides "\n" (text mode has
 # turned "\r\n" and "\r" into "\n").
-OTHER_ENDS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+OTHER_ENDS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+NEEDLE_MIN = 10
 
 
 def needles(patterns):
-    """needle() of each row of the report table (reports.load_patterns()),
-    none holding another; None when some row has none."""
-    out = set()
+    """Few pieces of text one of which every header line of the report table
+    (reports.load_patterns()) contains, each a piece of a row's required runs
+    of NEEDLE_MIN characters or more (fewer where the row has no longer run),
+    chosen greedily to cover the most rows: each is one find() pass over the
+    text. None when some row has no run of 3 characters."""
+    rows, candidates = [], set()
     for row in patterns:
         src = row[1].pattern
         if src.startswith("^(?:") and src.endswith(")"):
             src = src[4:-1]
-        n = needle(src)
-        if n is None:
+        runs = required_runs(src) or []
+        longest = max(map(len, runs), default=0)
+        if longest < 3:
             return None
-        out.add(n)
-    return sorted(n for n in out if not any(m != n and m in n for m in out))
+        least = min(NEEDLE_MIN, longest)
+        candidates |= {r[a:b] for r in runs for a in range(len(r)) for b in range(a + least, len(r) + 1)}
+        rows.append(runs)
+    covers = {c: {i for i, runs in enumerate(rows) if any(c in r for r in runs)} for c in candidates}
+    chosen, left = [], set(range(len(rows)))
+    while left:
+        best = max(covers, key=lambda c: (len(covers[c] & left), len(c), c))
+        chosen.append(best)
+        left -= covers[best]
+    return sorted(chosen)
 
 
 def report_lines(f, needles, after, block_size=BLOCK):
@@ -212,7 +237,7 @@ def report_lines(f, needles, after, block_size=BLOCK):
                     if not rest or rest.endswith("\n"):
                         break
         hits = sorted(p for s in needles for p in _all(block, s))
-        other_ends = OTHER_ENDS.search(block) is not None
+        other_ends = any(c in block for c in OTHER_ENDS)
         if not hits and not left:
             # Nothing to read here: only its lines counted.
             n += len(block.splitlines()) if other_ends else block.count("\n")
