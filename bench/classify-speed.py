@@ -6,7 +6,7 @@ would (the reproducers' metadata already built), and prints per log its
 size, the reports found, the wall seconds and the peak RSS of the classify
 process. A benchmark: it asserts nothing.
 
-usage: bench/classify-speed.py [--mib N] [--record NAME] [--keep]
+usage: bench/classify-speed.py [--mib N] [--runs R] [--record NAME] [--keep]
 
 The logs:
   sparse-N    N MiB (default 200) of a clean guest's console (a PASS run),
@@ -16,6 +16,11 @@ The logs:
   dense-N     N MiB of failing guests' consoles end to end: a report every
               19 KiB, the worst case (every line is in some report's window)
 
+Each log is classified R times (default 2); the figures are the fastest
+run's seconds and the largest peak RSS (other work on the machine slows a
+run, never speeds it). The metadata is built before the clock starts
+(KREPRO_NO_BUILD=1 in the runs): classify's own check that it is current
+costs about a second more.
 --record NAME writes bench/records/NAME.json (figures and the raw lines).
 The logs are removed afterwards unless --keep.
 """
@@ -58,7 +63,8 @@ def write_log(path, size, every):
 
 
 def classify(path):
-    env = dict(os.environ, PYTHONPATH=os.path.join(TOP, "scripts"))
+    # The metadata is built (main()): the clock is for reading the log.
+    env = dict(os.environ, PYTHONPATH=os.path.join(TOP, "scripts"), KREPRO_NO_BUILD="1")
     with open(path + ".out", "w+") as out, open(path + ".err", "w+") as err:
         t = time.monotonic()
         p = subprocess.Popen([sys.executable, "-m", "krepro", "classify", "--json", path], env=env,
@@ -80,6 +86,7 @@ def main(argv):
     from krepro.usage import Parser
     p = Parser(prog="bench/classify-speed.py", allow_abbrev=False)
     p.add_argument("--mib", type=int, default=200)
+    p.add_argument("--runs", type=int, default=2)
     p.add_argument("--record")
     p.add_argument("--keep", action="store_true")
     o = p.parse_args(argv)
@@ -93,8 +100,10 @@ def main(argv):
     for name, size, every in logs:
         path = f"/tmp/krepro-classify-{name}.log"
         written = write_log(path, size, every)
-        r = classify(path)
-        r["bytes"] = written
+        tries = [classify(path) for _ in range(max(1, o.runs))]
+        r = min(tries, key=lambda t: t["seconds"])
+        r = dict(r, peak_rss_mib=max(t["peak_rss_mib"] for t in tries),
+                 all_seconds=[t["seconds"] for t in tries], bytes=written)
         results[name] = r
         line = (f"{name}: {written / mib:.0f} MiB, {r['reports']} reports, exit {r['exit']}, "
                 f"{r['seconds']} s, peak RSS {r['peak_rss_mib']} MiB")
