@@ -296,6 +296,27 @@ class Pasted(unittest.TestCase):
         self.assertIn("krepro's tcmu-uio-rmdir reproduces", p.stdout)
 
 
+class Fields(unittest.TestCase):
+    CRASH = {"line": 7, "kind": "KASAN", "title": "KASAN: use-after-free in f", "frames": ["f", "g"]}
+
+    def test_corrupted_is_shown_where_the_classifier_gives_it(self):
+        trace = [{"function": "f", "source": "a.c:1"}, {"function": "g", "source": None}]
+        for corrupted, word in ((True, "yes"), (False, "no")):
+            crash = dict(self.CRASH, corrupted=corrupted)
+            self.assertIn(f"  corrupted  {word}\n", classify.as_text(1, crash, trace, [], True))
+            self.assertIs(json.loads(classify.as_json(crash, trace, []))["corrupted"], corrupted)
+        text = classify.as_text(1, self.CRASH, trace, [], True)
+        self.assertNotIn("corrupted", text)
+        self.assertIn("  trace      f (a.c:1)\n             g\n", text)
+        self.assertNotIn("corrupted", json.loads(classify.as_json(self.CRASH, trace, [])))
+        # The culprit title is the title shown; the header's own beside it.
+        crash = dict(self.CRASH, culprit="KASAN: use-after-free in g")
+        text = classify.as_text(2, crash, trace, [], False)
+        self.assertTrue(text.startswith("report 2, line 7: KASAN: use-after-free in g\n"
+                                        "  header     KASAN: use-after-free in f\n"), text)
+        self.assertNotIn("krepro ", text)
+
+
 class Unmatched(unittest.TestCase):
     def test_without_metadata_reports_are_still_shown(self):
         with tempfile.TemporaryDirectory() as d:
