@@ -170,6 +170,15 @@ class Skipping(unittest.TestCase):
             f = io.StringIO(text, newline=None)
             got = crashes(logtext.report_lines(f, self.NEEDLES, reports.TRACE_LINES + 1, size))
             self.assertEqual(got, want, f"{what}, block size {size}")
+        # A file: read as it arrives (read1), decoded and its line ends
+        # translated by the reader itself.
+        with tempfile.NamedTemporaryFile("w", newline="", suffix=".log") as t:
+            t.write(text)
+            t.flush()
+            for size in (sizes[0], sizes[-1]):
+                with open(t.name, errors="replace") as f:
+                    got = crashes(logtext.report_lines(f, self.NEEDLES, reports.TRACE_LINES + 1, size))
+                self.assertEqual(got, want, f"{what}, from a file, block size {size}")
 
     def test_every_row_of_the_table_has_a_needle(self):
         # Without one the reader reads every line (slow, never wrong).

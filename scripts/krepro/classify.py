@@ -254,10 +254,10 @@ def main(argv):
                 found += 1
                 named = matches(crash, sigs)
                 if o.json:
-                    print(as_json(crash, trace, named), flush=found == 1)
+                    print(as_json(crash, trace, named), flush=True)
                 else:
                     print(("\n" if found > 1 else "") + as_text(found, crash, trace, named, not why),
-                          flush=found == 1)
+                          flush=True)
     except OSError as e:
         # A read error midway (EIO): the reports before it are shown.
         return fail(f"{o.log}: cannot read it ({e.strerror or e})")

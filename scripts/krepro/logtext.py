@@ -23,6 +23,8 @@ unwrap() does the first part and keeps what a reader is shown; plain() the
 whole. A plain console line is its own unwrap() and plain(), so a log reads
 the same whatever its wrapping.
 """
+import codecs
+import io
 import re
 
 from . import reports
@@ -219,8 +221,9 @@ def report_lines(f, needles, after, block_size=BLOCK):
         yield from file_lines(f)
         return
     n, left, carry = 0, 0, ""
+    read = _reader(f, block_size)
     while True:
-        data = f.read(block_size)
+        data = read()
         block = carry + data
         if not data:
             if not block:
@@ -269,6 +272,26 @@ def report_lines(f, needles, after, block_size=BLOCK):
         n += len(lines)
         if not data:
             return
+
+
+def _reader(f, size):
+    """A function that returns the next text of f, up to size characters,
+    "" at its end: what has arrived (read1), so a pipe's reports are shown
+    as they come, not once a whole block has; decoded and its line ends
+    translated as open() does."""
+    raw = getattr(f, "buffer", None)
+    if raw is None or not hasattr(raw, "read1"):
+        return lambda: f.read(size)
+    decoder = io.IncrementalNewlineDecoder(
+        codecs.getincrementaldecoder(f.encoding or "utf-8")(errors=f.errors or "strict"), translate=True)
+
+    def read():
+        while True:
+            data = raw.read1(size)
+            text = decoder.decode(data, final=not data)
+            if text or not data:
+                return text
+    return read
 
 
 def _all(text, s):
