@@ -13,4 +13,15 @@ PY=/usr/bin/python3
 	KREPRO_DIE_CODE=128 need_pkgs python3
 	PY=/usr/bin/python3
 }
-PYTHONPATH="$TOP/scripts${PYTHONPATH:+:$PYTHONPATH}" exec "$PY" -m krepro run "$@"
+export PYTHONPATH="$TOP/scripts${PYTHONPATH:+:$PYTHONPATH}"
+# --classify LOG: the kernel reports in a log (python3 -m krepro classify),
+# wherever the option is; the other arguments are classify's.
+for a in "$@"; do
+	[ "$a" = "--" ] && break
+	if [ "$a" = "--classify" ]; then
+		args=()
+		for b in "$@"; do [ "$b" = "--classify" ] || args+=("$b"); done
+		exec "$PY" -m krepro classify "${args[@]}"
+	fi
+done
+exec "$PY" -m krepro run "$@"

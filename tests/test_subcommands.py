@@ -99,7 +99,7 @@ CASES = [
     ([], 128, "err", "usage: python3 -m krepro", None),
     (["--help"], 0, "out", "usage: python3 -m krepro", None),
     (["-h"], 0, "out", "130 interrupted", None),
-    (["help"], 0, "out", "classify [--json] CONSOLE", None),
+    (["help"], 0, "out", "classify [--json] LOG", None),
     (["help", "gate"], 0, "out", "BASE", None),
     (["help", "nosuch"], 128, "err", "krepro: help: no subcommand 'nosuch'", None),
     (["frobnicate"], 128, "err", "krepro: unknown subcommand 'frobnicate'", None),
@@ -155,20 +155,21 @@ CASES = [
     (["gate", "{d}/gated", "base", "other"], 128, "err", "no kernel 'other' in this run", None),
     (["gate", "{d}/gated", "base", "base"], 128, "err", "BASE and SERIES are both 'base'", None),
     # classify
-    (["classify", "--help"], 0, "out", "With --json, one JSON object per report", None),
-    (["classify", "--help"], 0, "out", "  frames  the first 8 functions", None),
-    (["classify"], 128, "err", "krepro: classify: the following arguments are required: CONSOLE", None),
+    (["classify", "--help"], 0, "out", "--json             one JSON object a report and line", None),
+    (["classify", "--help"], 0, "out", "journalctl or syslog output", None),
+    (["classify"], 128, "err", "krepro: classify: the following arguments are required: LOG", None),
     (["classify", "/nonexistent/console.log"], 128, "err", "krepro: classify: /nonexistent/console.log: no such file",
      None),
     (["classify", "{log}"], 128, "err", "krepro: classify: {log}: is a directory", None),
-    (["classify", KASAN], 1, "out", "5\tKASAN\tKASAN: use-after-free in uio_unregister_device\tuio_unregister_device",
-     None),
+    (["classify", KASAN], 1, "out", "report 1, line 5: KASAN: use-after-free in uio_unregister_device\n", None),
     (["classify", "--json", KASAN], 1, "out",
-     '{"line": 5, "kind": "KASAN", "title": "KASAN: use-after-free in uio_unregister_device", "frames": [', None),
+     '{"line": 5, "kind": "KASAN", "title": "KASAN: use-after-free in uio_unregister_device", "header": ', None),
+    (["classify", "--vmlinux", "{log}", KASAN], 128, "err", "krepro: classify: {log}: is a directory", None),
+    (["classify", "--vmlinux", KASAN, KASAN], 128, "err", "not an ELF file", None),
     (["classify", "--jso", KASAN], 128, "err", "unrecognized arguments: --jso", None),
     (["classify", QUIET], 0, "out", "no kernel report", None),
     (["classify", "{log}/empty.log"], 0, "out", "no kernel report", None),
-    (["classify", "-"], 1, "out", "\tREFCOUNT\trefcount_t: addition on 0; use-after-free\t",
+    (["classify", "-"], 1, "out", "  header     refcount_t: addition on 0; use-after-free\n",
      os.path.join(HERE, "console", "refcount-warning.log")),
 ]
 
@@ -308,7 +309,7 @@ def closed_stdout(t, scratch, env):
     p.stdout.close()
     err = p.stderr.read()
     p.wait(timeout=60)
-    problems = [] if first.startswith("5\tKASAN") else [f"first line {first!r}"]
+    problems = [] if first.startswith("report 1, line 5: KASAN") else [f"first line {first!r}"]
     if err:
         problems.append(f"stderr {err[-300:]!r}")
     t.check("classify into a closed pipe ends quietly", problems)

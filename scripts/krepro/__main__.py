@@ -1,11 +1,10 @@
 """krepro's command line: python3 -m krepro SUBCOMMAND (see HELP)."""
 import argparse
-import json
 import os
 import signal
 import sys
 
-from . import gate as gatemod, render, reports
+from . import gate as gatemod, render
 from .protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE
 from .usage import Parser
 
@@ -15,7 +14,8 @@ SYNOPSIS = """\
 usage: python3 -m krepro run ARGS...                 run-in-qemu.sh (see: run --help)
        python3 -m krepro report DIR                  re-render a run's reports from its run.json
        python3 -m krepro gate DIR BASE SERIES        compare two kernels' rows of a run
-       python3 -m krepro classify [--json] CONSOLE   the kernel reports in a console log
+       python3 -m krepro classify [--json] LOG       a pasted log's kernel reports, and krepro's
+                                                     reproducer of each (see: help classify)
        python3 -m krepro bisect --good G --bad B REPRO   find the commit that brought a bug in
        python3 -m krepro bundle REPRO --kernel K     one row as a tarball that runs with QEMU alone
        python3 -m krepro help [SUBCOMMAND]           this, or a subcommand's --help
@@ -50,24 +50,6 @@ SERIES); 125 a row undecided on either side, or a run that did not finish;
 BASE or SERIES is not a kernel of the run (the message names its kernels):
 then nothing is written.
 """
-
-CLASSIFY_HELP = """\
-The kernel reports in a console log (CONSOLE, or - for stdin), as the runner
-counts them (a report's header lines and its trace are one report). The log is
-read line by line: any size, little memory.
-
-Output, one line per report, tab-separated:
-  line    the console line of its first header (1 is the first line)
-  kind    the report table's kind (repro/lib/kernel-reports.tsv): KASAN, WARNING, ...
-  title   its title, e.g. "KASAN: use-after-free in uio_unregister_device"
-  frames  the first 8 functions its trace names, space-separated
-With --json, one JSON object per report and line instead, with the same
-fields ("frames" a list of every function). No report: "no kernel report"
-(--json: no output).
-
-Exit status: 0 no kernel report, 1 reports found, 128 CONSOLE unreadable.
-"""
-
 
 BUNDLE_HELP = """\
 Make REPRO on kernel K into a directory and a tarball that reproduce it on
@@ -114,39 +96,8 @@ def gate(argv):
 
 
 def classify(argv):
-    p = parser("classify", "[--json] CONSOLE", CLASSIFY_HELP)
-    p.add_argument("console", metavar="CONSOLE", help="a console log, or - for stdin")
-    p.add_argument("--json", action="store_true", help="one JSON object per report and line")
-    o = p.parse_args(argv)
-    try:
-        if o.console == "-":
-            f = sys.stdin
-            f.reconfigure(encoding="utf-8", errors="replace")
-        else:
-            f = open(o.console, encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return fail("classify", f"{o.console}: no such file")
-    except IsADirectoryError:
-        return fail("classify", f"{o.console}: is a directory, not a console log")
-    except OSError as e:
-        return fail("classify", f"{o.console}: cannot read it ({e.strerror or e})")
-    found = 0
-    try:
-        with f:
-            for r in reports.crashes_stream(reports.file_lines(f)):
-                found += 1
-                if o.json:
-                    print(json.dumps({k: r[k] for k in ("line", "kind", "title", "frames")}))
-                else:
-                    print(f"{r['line']}\t{r['kind']}\t{r['title']}\t{' '.join(r['frames'][:8])}")
-    except OSError as e:
-        # A read error midway (EIO): the reports before it are shown.
-        return fail("classify", f"{o.console}: cannot read it ({e.strerror or e})")
-    if not found:
-        if not o.json:
-            print("no kernel report")
-        return CLEAN
-    return REPRODUCED
+    from . import classify as classifymod
+    return classifymod.main(argv)
 
 
 def bisect(argv):

@@ -12,6 +12,7 @@ one kernel) by sequential runs at a stated confidence.
 
 usage: run-in-qemu.sh [options] <repro>...
        run-in-qemu.sh --list [--arch A] | --report DIR | --version | --help
+       run-in-qemu.sh --classify [--json] [--vmlinux VMLINUX] LOG
 
 Examples:
   run-in-qemu.sh xfs-nowait-dio                        the bug kernel (unpatched)
@@ -82,6 +83,11 @@ Output:
                     run.json already is refused unless --replace is given
   --replace         let --results overwrite a past run's directory
   --report DIR      re-render a past run's reports from its run.json; boots nothing
+  --classify LOG    the kernel reports in a log as you have it (console, journalctl,
+                    syslog, dmesg, a mail): each one's title and trace, and the
+                    reproducer whose bug it is, with its fix and the command that
+                    checks your kernel; boots nothing (python3 -m krepro classify
+                    --help: its options)
   --list            the reproducers of the matrix for --arch (the sweeps, which
                     declare why they are left out, run by name)
   --dry-run         check everything, then print what would be built and booted

@@ -1,0 +1,301 @@
+"""A kernel log as users paste it, turned line by line into the plain console
+form the report classifier reads (reports.py): "[    1.234567] " timestamps
+or none, one message a line, frames as "func+0x1c/0x40".
+
+What comes off the front of a line, in this order, each where present:
+  - a mail quote: "> "
+  - a syslog or journal prefix ending in "kernel: ": journalctl's short,
+    short-precise, short-iso and short-monotonic forms, RFC 3164 and ISO
+    syslog times, with or without a host name
+  - dmesg's "kern  :warn  : " (-x), a "<4>" level (-r), /dev/kmsg's
+    "4,1234,5678,-;"
+  - one timestamp: "[  123.456789]", "[Mon Nov 13 08:58:21 2023]" (-T),
+    "[Nov13 08:58]" and "[  +0.000123]" (-H, -d), "2023-11-13T08:58:21,123456+00:00"
+    (--time-format iso)
+  - printk's caller id: "[T14140]", "[ C1]", right after the timestamp or alone
+and a CR at the end. Frames decoded to source lines, by
+scripts/decode_stacktrace.sh ("kfree (mm/slub.c:3567)") or in syzbot's mails
+(" __dump_stack lib/dump_stack.c:88 [inline]"), become "kfree+0x0/0x0": the
+classifier reads a frame by its offset, and the offset is never part of a
+title. Their source lines are kept for the reader (sources()).
+
+unwrap() does the first part and keeps what a reader is shown; plain() the
+whole. A plain console line is its own unwrap() and plain(), so a log reads
+the same whatever its wrapping.
+"""
+import codecs
+import io
+import re
+
+from . import reports
+
+# journalctl -o short / short-precise: "Nov 13 08:58:21[.123456] "; RFC 3164
+# syslog the same; ISO: "2023-11-13T08:58:21[.123456][+00:00|Z] ";
+# short-monotonic: "[ 1234.567890] ". Then an optional host, "kernel:".
+_DAY = r"[A-Z][a-z]{2} [ 0-3]?[0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+_ISO = r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
+_MONO = r"\[ *[0-9]+\.[0-9]+\]"
+_SYSLOG = rf"(?:<[0-9]+>)?(?:{_DAY}|{_ISO}|{_MONO}) (?:[^ ]+ )?kernel: ?"
+# dmesg -x, dmesg -r / /proc/kmsg, /dev/kmsg
+_LEVEL = (r"(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7]) *:"
+          r"(?:emerg|alert|crit|err|warn|notice|info|debug) *: |<[0-7]>|[0-9]+,[0-9]+,[0-9]+,[^;]*;")
+# The timestamp: printk's own, dmesg -T, dmesg -H/-d, dmesg --time-format iso
+_STAMP = (r"\[ *\+?[0-9]+\.[0-9]+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]?[0-9] [0-9:]{8} [0-9]{4}\]"
+          r"|\[[A-Z][a-z]{2}[ 0-3]?[0-9] [0-9]{2}:[0-9]{2}\]|\[ *\+? *[0-9]+\.[0-9]+ *<[^>]*>\]"
+          rf"|{_ISO}")
+_CALLER = r"\[ *[TC][0-9]+\]"
+WRAPPING = re.compile(rf"^(?:> ?)*(?:{_SYSLOG})?(?:{_LEVEL})?(?:(?:{_STAMP}) ?)?(?:{_CALLER} ?)?")
+
+# A decoded frame: "name (file.c:12)", inlines "name (a.c:1 b.h:2)", each
+# line perhaps with "(discriminator 1)"; a segment before it ("0010:name
+# (...)") kept as it is.
+_SRC = r"[A-Za-z0-9_./-]+\.[A-Za-z]+:[0-9]+"
+_DISC = r"(?: \(discriminator [0-9]+\))?"
+DECODED = re.compile(rf"([A-Za-z_][A-Za-z0-9_.]*) \(({_SRC}{_DISC}(?: {_SRC}{_DISC})*)\)")
+SRC = re.compile(_SRC)
+# syzbot's: " name file.c:12 [inline]" (no offset), and
+# " name+0x1c/0x40 file.c:12" (the offset is there: nothing to do).
+INLINE = re.compile(rf"^( *(?:\? )?)([A-Za-z_][A-Za-z0-9_.]*) ({_SRC}) \[inline\]$")
+# ARM's verbose "[<c0..>] (name) from [<c0..>] (caller+0x..)" once decoded:
+# "(name) from caller (file.c:12)", its addresses gone; read as the
+# unwinder's other form, "name from caller+0x..".
+ARM_DECODED = re.compile(r"^( *)\(([A-Za-z_][A-Za-z0-9_.]*)\) from (?=[A-Za-z_])")
+SYZ_FRAME = re.compile(rf"([A-Za-z_][A-Za-z0-9_.]*)\+0x[0-9a-f]+/0x[0-9a-f]+ ({_SRC})")
+PLACEHOLDER = "+0x0/0x0"
+
+
+# Most lines of a console log: printk's timestamp and the message.
+CONSOLE_STAMP = re.compile(r"\[ *[0-9]+\.[0-9]+\] ?")
+
+
+def unwrap(line):
+    """The console message of one pasted line: wrapping and CR off, decoded
+    frames as they are."""
+    line = line.rstrip("\r\n")
+    m = CONSOLE_STAMP.match(line)
+    if m is None or line.startswith("[", m.end()) or "kernel:" in line:
+        m = WRAPPING.match(line)
+    return line[m.end():] if m.end() else line
+
+
+def plain(line):
+    """unwrap(line) with decoded frames as "func+0x0/0x0"."""
+    return undecoded(unwrap(line))
+
+
+def undecoded(line):
+    """An unwrapped line with decoded frames as "func+0x0/0x0"."""
+    if ":" in line and ("(" in line or "[inline]" in line):
+        if line.endswith("[inline]"):
+            line = INLINE.sub(r"\1\2" + PLACEHOLDER, line)
+        line = DECODED.sub(r"\1" + PLACEHOLDER, line)
+        if line.startswith("(", len(line) - len(line.lstrip(" "))):
+            line = ARM_DECODED.sub(r"\1\2 from ", line)
+    return line
+
+
+def sources(line):
+    """{function: "file.c:12"} a line names (decoded or syzbot's frames): the
+    first source line of each (the outermost of an inline chain is last)."""
+    out = {}
+    if ":" not in line:
+        return out
+    for m in DECODED.finditer(line):
+        out.setdefault(m.group(1), SRC.findall(m.group(2))[-1])
+    m = INLINE.match(line)
+    if m:
+        out.setdefault(m.group(2), m.group(3))
+    for m in SYZ_FRAME.finditer(line):
+        out.setdefault(m.group(1), m.group(2))
+    return out
+
+
+def needle(regex):
+    """A piece of text every line a regex matches contains (its longest run of
+    plain characters that no group, class or quantifier makes optional), or
+    None when there is no such piece of 3 characters or more."""
+    runs = required_runs(regex)
+    best = max(runs, key=len) if runs else ""
+    return best if len(best) >= 3 else None
+
+
+def required_runs(regex):
+    """The runs of plain characters every match of a regex contains, or None
+    for a top-level alternation."""
+    runs, cur, i, depth = [], "", 0, 0
+    while i < len(regex):
+        c = regex[i]
+        nxt = regex[i + 1] if i + 1 < len(regex) else ""
+        if c == "|" and depth == 0:
+            return None    # a top-level alternation: no one piece
+        if c == "\\" and nxt and not nxt.isalnum():
+            atom, i = nxt, i + 2
+        elif c in "()[.^$\\{|*+?":
+            runs.append(cur)
+            cur = ""
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+            elif c == "[":
+                i = regex.index("]", i + 2 if regex[i + 1:i + 2] in ("]", "^") else i + 1)
+            i += 1
+            continue
+        else:
+            atom, i = c, i + 1
+        if depth:
+            continue
+        if regex[i:i + 1] in ("?", "*", "{"):
+            runs.append(cur)
+            cur = ""
+        else:
+            cur += atom
+    runs.append(cur)
+    return [r for r in runs if r]
+
+
+def file_lines(f):
+    """(line number, line) of a log opened as text (universal newlines, as
+    open() does by default), one line held at a time and numbered as
+    reports.file_lines() numbers them; a line longer than printk's limit
+    keeps its first reports.MAX_LINE characters."""
+    n = 0
+    while True:
+        chunk = f.readline(reports.MAX_LINE)
+        if not chunk:
+            return
+        if len(chunk) == reports.MAX_LINE and not chunk.endswith("\n"):
+            while True:
+                rest = f.readline(reports.MAX_LINE)
+                if not rest or rest.endswith("\n"):
+                    break
+        for line in chunk.splitlines():
+            n += 1
+            yield n, line
+
+
+BLOCK = 1 << 20
+# Separators str.splitlines() ends a line at, besides "\n" (text mode has
+# turned "\r\n" and "\r" into "\n").
+OTHER_ENDS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+NEEDLE_MIN = 10
+
+
+def needles(patterns):
+    """Few pieces of text one of which every header line of the report table
+    (reports.load_patterns()) contains, each a piece of a row's required runs
+    of NEEDLE_MIN characters or more (fewer where the row has no longer run),
+    chosen greedily to cover the most rows: each is one find() pass over the
+    text. None when some row has no run of 3 characters."""
+    rows, candidates = [], set()
+    for row in patterns:
+        src = row[1].pattern
+        if src.startswith("^(?:") and src.endswith(")"):
+            src = src[4:-1]
+        runs = required_runs(src) or []
+        longest = max(map(len, runs), default=0)
+        if longest < 3:
+            return None
+        least = min(NEEDLE_MIN, longest)
+        candidates |= {r[a:b] for r in runs for a in range(len(r)) for b in range(a + least, len(r) + 1)}
+        rows.append(runs)
+    covers = {c: {i for i, runs in enumerate(rows) if any(c in r for r in runs)} for c in candidates}
+    chosen, left = [], set(range(len(rows)))
+    while left:
+        best = max(covers, key=lambda c: (len(covers[c] & left), len(c), c))
+        chosen.append(best)
+        left -= covers[best]
+    return sorted(chosen)
+
+
+def report_lines(f, needles, after, block_size=BLOCK):
+    """file_lines(f), but only the lines a report can be in: each line that
+    contains one of needles and the `after` lines that follow it. A report's
+    first line holds one of them (needles: one for each row of the report
+    table); every other line is passed over a block at a time. needles None:
+    every line. Numbered as file_lines() numbers them; a line longer than
+    reports.MAX_LINE keeps its first MAX_LINE characters."""
+    if needles is None:
+        yield from file_lines(f)
+        return
+    n, left, carry = 0, 0, ""
+    read = _reader(f, block_size)
+    while True:
+        data = read()
+        block = carry + data
+        if not data:
+            if not block:
+                return
+            carry = ""
+        else:
+            cut = block.rfind("\n") + 1
+            block, carry = block[:cut], block[cut:]
+            if len(carry) > reports.MAX_LINE:
+                # A line with no end in sight: its first MAX_LINE characters.
+                block, carry = block + carry[:reports.MAX_LINE] + "\n", ""
+                while True:
+                    rest = f.readline(block_size)
+                    if not rest or rest.endswith("\n"):
+                        break
+        hits = sorted(p for s in needles for p in _all(block, s))
+        other_ends = any(c in block for c in OTHER_ENDS)
+        if not hits and not left:
+            # Nothing to read here: only its lines counted.
+            n += len(block.splitlines()) if other_ends else block.count("\n")
+            if not data:
+                n += 0 if block.endswith("\n") or other_ends else 1
+                return
+            continue
+        lines = block.splitlines()
+        if hits and other_ends:
+            hit_lines = [i for i, l in enumerate(lines) if any(s in l for s in needles)]
+        else:
+            hit_lines, seen, at = [], 0, 0
+            for p in hits:
+                seen += block.count("\n", at, p)
+                at = p
+                if not hit_lines or hit_lines[-1] != seen:
+                    hit_lines.append(seen)
+        # Each hit opens a window of itself and `after` lines; `left` is
+        # what remains of the last one, carried across blocks.
+        i = 0
+        for h in hit_lines + [len(lines)]:
+            end = min(h, i + left)
+            for j in range(i, end):
+                yield n + j + 1, lines[j][:reports.MAX_LINE]
+            left -= end - i
+            i = h
+            if h < len(lines):
+                left = after + 1
+        n += len(lines)
+        if not data:
+            return
+
+
+def _reader(f, size):
+    """A function that returns the next text of f, up to size characters,
+    "" at its end: what has arrived (read1), so a pipe's reports are shown
+    as they come, not once a whole block has; decoded and its line ends
+    translated as open() does."""
+    raw = getattr(f, "buffer", None)
+    if raw is None or not hasattr(raw, "read1"):
+        return lambda: f.read(size)
+    decoder = io.IncrementalNewlineDecoder(
+        codecs.getincrementaldecoder(f.encoding or "utf-8")(errors=f.errors or "strict"), translate=True)
+
+    def read():
+        while True:
+            data = raw.read1(size)
+            text = decoder.decode(data, final=not data)
+            if text or not data:
+                return text
+    return read
+
+
+def _all(text, s):
+    at = text.find(s)
+    while at >= 0:
+        yield at
+        at = text.find(s, at + 1)
