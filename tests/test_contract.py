@@ -144,7 +144,7 @@ CASES = [
     ("classify of a KASAN report", ["{py}", "-m", "krepro", "classify", "{top}/tests/console/kasan-uaf.log"],
      1, "no reproducer is built (make build)", {"KREPRO_NO_BUILD": "1"}),
     ("run-in-qemu.sh --classify", ["{run}", "--classify", "{top}/tests/console/kasan-uaf.log", "--json"],
-     1, '"title": "KASAN: use-after-free in uio_unregister_device"', {"KREPRO_NO_BUILD": "1"}),
+     1, '"title": "KASAN: use-after-free Read in uio_unregister_device"', {"KREPRO_NO_BUILD": "1"}),
     ("run-in-qemu.sh --classify of a missing log", ["{run}", "--classify", "/nonexistent/console.log"], 128,
      "krepro: classify: /nonexistent/console.log: no such file", None),
     ("run-in-qemu.sh --classify with a run option", ["{run}", "--classify", "{s}/quiet.log", "--kernel",

@@ -222,15 +222,15 @@ def krepro(*args, stdin=None, env=None):
 
 # Each hand-written log: the reproducers it names (none: []), its title.
 EXPECTED = {
-    "tcmu-uio-journalctl-decoded.log": (["tcmu-uio-rmdir"], "KASAN: use-after-free in uio_unregister_device"),
+    "tcmu-uio-journalctl-decoded.log": (["tcmu-uio-rmdir"], "KASAN: use-after-free Read in uio_unregister_device"),
     "can-j1939-dmesg-T-caller-crlf.log": (["can-j1939-echo"], None),
     "arm-fortify-syslog-iso.log": (["arm-kprobe-fortify"], None),
     "nvme-tcp-syzbot-mail.log": (["nvme-tcp-timeout"], None),
     "nvme-rdma-warning-iso-caller.log": (["nvme-rdma-timeout"], "WARNING in blk_mq_start_request"),
-    "unrelated-kasan-ext4-journalctl.log": ([], "KASAN: use-after-free in ext4_xattr_inode_dec_ref_all"),
+    "unrelated-kasan-ext4-journalctl.log": ([], "KASAN: use-after-free Read in ext4_xattr_inode_dec_ref_all"),
     "unrelated-refcount-bpf-sockmap-crlf.log": ([], None),
     "unrelated-blk-mq-bug-no-timestamps.log": ([], None),
-    "unrelated-bpf-htab-dmesg-x.log": ([], "KASAN: slab-out-of-bounds in pcpu_copy_value"),
+    "unrelated-bpf-htab-dmesg-x.log": ([], "KASAN: slab-out-of-bounds Write in pcpu_copy_value"),
     "no-report-journalctl.log": (None, None),
 }
 
@@ -264,7 +264,7 @@ class Pasted(unittest.TestCase):
     def test_text_output(self):
         p = krepro(os.path.join(PASTED, "can-j1939-dmesg-T-caller-crlf.log"))
         self.assertEqual(p.returncode, 1, p.stderr)
-        self.assertIn("report 1, line 3: refcount_t: addition on 0; use-after-free in j1939_session_get_by_addr",
+        self.assertIn("report 1, line 3: WARNING: refcount bug in j1939_session_get_by_addr",
                       p.stdout)
         self.assertIn("  kind       REFCOUNT\n", p.stdout)
         self.assertIn("  trace      refcount_warn_saturate\n             j1939_session_get_by_addr\n", p.stdout)

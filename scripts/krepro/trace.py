@@ -101,7 +101,9 @@ TRACE_OPEN = re.compile(
 # 32-bit ARM with the ARM unwinder (krepro's ARM kernels, CONFIG_UNWINDER_ARM)
 # prints its trace with no heading: its first entry opens it, verbose
 # ("[<c0..>] (f) from [<c0..>] (g+0x..)") or not (" f from g+0x10/0x20").
-ARM_ENTRY = re.compile(r"^ *[A-Za-z_][A-Za-z0-9_.]* from [A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+/0x[0-9a-f]+$"
+# A symbolised log (syzbot's) puts the caller's source line after it.
+ARM_ENTRY = re.compile(r"^ *[A-Za-z_][A-Za-z0-9_.]* from [A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+/0x[0-9a-f]+"
+                       r"( [^ ]+:[0-9]+( \[inline\])?)?$"
                        r"|^\[<[0-9a-f]+>\] \([^)]*\) from \[<[0-9a-f]+>\] \(")
 CRASH_SITE = re.compile(r"^(RIP: [0-9a-f]{4}:|PC is at |pc : )")
 # The trace ends with the report (its end marker, KASAN's closing rule, the
