@@ -9,7 +9,7 @@ import sys
 
 from . import arches, stats
 from .bisect_confidence import Rate
-from .bisect_machinery import Machinery
+from .bisect_machinery import Machinery, built_before, scratch_dir
 from .bisect_search import DEFAULT_CALIBRATE, DEFAULT_FLOOR, Bisect, log
 # The same ranges and words as run-in-qemu.sh's options.
 from .cli import bounded, probability
@@ -97,8 +97,11 @@ def parse(argv):
     return p.parse_args(argv)
 
 
-def cost_note():
+def cost_note(tree, arch):
     """The cold build's and a step's cost, as docs/performance.md records them."""
+    if built_before(scratch_dir(tree), arch):
+        return ("this tree was built here before: the first step rebuilds what its checkout "
+                "changed, as every later step does")
     found = []
     for name, what in (("2026-12-03-tree-cold-build.json", "a cold --tree build"),
                        ("2026-12-03-bisect-step-build.json", "a bisect step's build")):
@@ -128,7 +131,7 @@ def dry_run(b, line):
         b.rate = b.recorded
         print(f"rate: {b.recorded.source} (rate >= {stats.pct(b.recorded.low)} at 95%): a good step "
               f"needs {b.wanted()} clean runs, a bad one stops at its first FAIL")
-    print(f"cost: {cost_note()}")
+    print(f"cost: {cost_note(b.tree, b.arch)}")
     return CLEAN
 
 
@@ -174,6 +177,6 @@ def start(o):
     line = b.resolve()     # bad input before anything is built
     if o.dry_run:
         return dry_run(b, line)
-    log(cost_note())
+    log(cost_note(o.tree, o.arch))
     log(f"results: {results}")
     return b.run(line)

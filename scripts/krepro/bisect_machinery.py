@@ -64,6 +64,15 @@ def scratch_dir(tree):
                         "tree-" + hashlib.sha256(os.path.realpath(tree).encode()).hexdigest()[:12])
 
 
+def built_before(scratch, arch):
+    """Whether the scratch clone's object directory holds a build already
+    (kernels.sh tree_obj names it: a hash of the clone's path): then the
+    first step rebuilds what changed, not the whole tree."""
+    h = hashlib.sha256((os.path.realpath(scratch) + "\n").encode()).hexdigest()[:12]
+    obj = os.path.join(cache(), "build", f"tree-{h}" if arch == "x86_64" else f"tree-{arch}-{h}")
+    return os.path.isfile(os.path.join(obj, "vmlinux"))
+
+
 def prepare_scratch(scratch, tree):
     """A clone sharing the tree's objects: every commit of the tree is
     there, now and later, and the tree's checkout is never touched."""
