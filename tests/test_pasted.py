@@ -235,6 +235,18 @@ EXPECTED = {
 }
 
 
+# Reports of krepro's bugs that krepro did not produce: each quoted in its
+# upstream fix's commit message, from the reporter's own machine (another
+# kernel version, another config, modules, no KASAN on ARM). Each must name
+# its reproducer with the first report, and only that one.
+UPSTREAM = os.path.join(HERE, "upstream")
+UPSTREAM_EXPECTED = {
+    "tcmu-uio-rmdir-092561f06702.log": ("tcmu-uio-rmdir", "KASAN: use-after-free Read in uio_unregister_device"),
+    "can-j1939-echo-286228d382ba.log": ("can-j1939-echo", "WARNING: refcount bug in j1939_can_recv"),
+    "arm-kprobe-fortify-9fa2e7af3d53.log": ("arm-kprobe-fortify", "kernel BUG in arch_prepare_optimized_kprobe"),
+}
+
+
 class Pasted(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -246,6 +258,17 @@ class Pasted(unittest.TestCase):
 
     def test_every_log_is_in_the_table(self):
         self.assertEqual(sorted(os.listdir(PASTED)), sorted(EXPECTED))
+
+    def test_upstream_reports_name_their_reproducer(self):
+        self.assertEqual(sorted(os.listdir(UPSTREAM)), sorted(UPSTREAM_EXPECTED))
+        for name, (repro, title) in UPSTREAM_EXPECTED.items():
+            with self.subTest(log=name), open(os.path.join(UPSTREAM, name), errors="replace") as f:
+                found = list(classify.reports_of(f))
+                crash = found[0][0]
+                self.assertEqual(classify.title_of(crash), title)
+                self.assertEqual([m["name"] for m in classify.matches(crash, self.sigs)], [repro])
+                for later, _ in found[1:]:
+                    self.assertEqual(classify.matches(later, self.sigs), [])
 
     def test_each_names_its_reproducer_or_none(self):
         for name, (repros, title) in EXPECTED.items():
