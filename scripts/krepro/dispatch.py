@@ -4,7 +4,7 @@ import os
 import shlex
 import time
 
-from . import decode, guest, lava
+from . import decode, guest, lava, lava_lab
 from .backend import GuestSpec
 from .guest import log
 from .paths import read
@@ -17,7 +17,7 @@ def backend(config):
     if config.via == "lava-run":
         return lava.LavaRun()
     if config.lab:
-        return lava.Lab(config.lab, config.artifacts)
+        return lava_lab.Lab(config.lab, config.artifacts)
     return guest.Qemu(keep=config.keep, gdb=config.gdb, extra=config.qemu_extra)
 
 
