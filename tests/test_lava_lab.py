@@ -152,10 +152,15 @@ class Times(unittest.TestCase):
         job = {"submit_time": "20261206T13:20:23", "start_time": "20261206T13:20:25",
                "end_time": "20261206T13:20:40"}
         entries = [{"dt": "2026-12-06T13:20:25.5", "lvl": "info", "msg": "start"},
+                   {"dt": "2026-12-06T13:20:25.6", "lvl": "target", "msg": "krepro lab guest: waiting for boot.lock"},
+                   {"dt": "2026-12-06T13:20:27.0", "lvl": "target",
+                    "msg": "krepro lab guest: waited 1.3 s for this machine's locks"},
                    {"dt": "2026-12-06T13:20:27.250000", "lvl": "target", "msg": "SeaBIOS"},
                    {"dt": "2026-12-06T13:20:28.0", "lvl": "target", "msg": "Linux version"}]
-        self.assertEqual(lava_lab.job_times(job, entries), {"queue": 2.0, "to_console": 4.2, "total": 17.0})
-        self.assertEqual(lava_lab.job_times({}, []), {"queue": None, "to_console": None, "total": None})
+        self.assertEqual(lava_lab.job_times(job, entries), {"queue": 2.0, "to_console": 4.2, "lock_wait": 1.3,
+                                                                "total": 17.0})
+        self.assertEqual(lava_lab.job_times({}, []), {"queue": None, "to_console": None, "lock_wait": 0,
+                                                      "total": None})
 
 
 class LabGuestLocks(unittest.TestCase):

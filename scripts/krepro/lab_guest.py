@@ -10,32 +10,43 @@ process: they are held exactly as long as the guest runs, whoever stops it
 import fcntl
 import os
 import sys
+import time
 
 from . import guest
 from .paths import cache
 
 
+# What it prints goes to the job's console, before the guest's: the lab's
+# overhead is read past it (lava_lab.job_times()).
+SAYS = "krepro lab guest:"
+
+
 def hold(name, mode):
-    """flock $KREPRO_CACHE/<name>, on a descriptor that survives exec."""
+    """flock $KREPRO_CACHE/<name>, on a descriptor that survives exec;
+    the seconds it waited."""
     fd = os.open(os.path.join(cache(), name), os.O_WRONLY | os.O_CREAT, 0o644)
     # Python opens files close-on-exec (PEP 446): QEMU must keep this one.
     os.set_inheritable(fd, True)
     try:
         fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        return 0.0
     except BlockingIOError:
-        print(f"krepro lab guest: waiting for {name}", file=sys.stderr, flush=True)
-        fcntl.flock(fd, mode)
-    return fd
+        print(f"{SAYS} waiting for {name}", file=sys.stderr, flush=True)
+    t0 = time.monotonic()
+    fcntl.flock(fd, mode)
+    return time.monotonic() - t0
 
 
 def main(argv):
     if len(argv) < 2:
         sys.exit("usage: python3 -m krepro.lab_guest QEMU [ARGS...]")
     os.makedirs(cache(), exist_ok=True)
-    hold("machine.lock", fcntl.LOCK_SH)
+    waited = hold("machine.lock", fcntl.LOCK_SH)
     # In slot order, as guest.guest_slot() takes them for a guest alone.
     for i in range(guest.default_jobs()):
-        hold(guest.slot_name(i), fcntl.LOCK_EX)
+        waited += hold(guest.slot_name(i), fcntl.LOCK_EX)
+    if waited:
+        print(f"{SAYS} waited {waited:.1f} s for this machine's locks", file=sys.stderr, flush=True)
     os.execv(argv[1], argv[1:])
 
 

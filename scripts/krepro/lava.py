@@ -153,7 +153,12 @@ def job_definition(arch, name, kernel_url, initrd_url, cmdline, limit, disk_url=
         "context": lab_context(arch, smp),
         "actions": [
             {"deploy": {"to": "tmpfs", "timeout": {"minutes": 2}, "images": images}},
+            # The boot ends at the init's first line. Not at LAVA's kernel
+            # start message first ("Linux version"): the boot is quiet until
+            # /init (loglevel=5), the banner never reaches the console, and
+            # LAVA would wait for it until QEMU exits, the job Incomplete.
             {"boot": {"method": "qemu", "media": "tmpfs", "timeout": {"minutes": 3},
+                      "parameters": {"kernel-start-message": ""},
                       "prompts": [INIT_STARTED]}},
             {"test": {"timeout": {"seconds": limit},
                       "monitors": [{"name": "krepro", "start": INIT_RUNNING, "end": INIT_DONE,

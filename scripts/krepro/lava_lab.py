@@ -9,12 +9,13 @@ that a check every few seconds costs no process beside a running guest.
 """
 import datetime
 import os
+import re
 import shutil
 import subprocess
 import time
 import xmlrpc.client
 
-from . import guest
+from . import guest, lab_guest
 from .backend import Backend, GuestResult, stopped
 from .lava import compact_disk, console_text, dump, first_error, job_definition, lava_results, \
     read_back, timed_out, yaml
@@ -215,11 +216,16 @@ def seconds_between(a, b):
 
 
 def job_times(job, entries):
-    """The lab's overhead for one job: submission to its start on the
-    worker (the queue), and to the guest's first console line."""
-    first = next((e.get("dt") for e in entries if e.get("lvl") == "target"), None)
+    """The lab's overhead for one job, from LAVA's times: submission to its
+    start on the worker (the queue), and to the guest's first console line;
+    lock_wait, the part of that a lab job on this machine waited for
+    krepro's locks (lab_guest), which is this machine's, not the lab's."""
+    lines = [e for e in entries if e.get("lvl") == "target" and isinstance(e.get("msg"), str)]
+    first = next((e.get("dt") for e in lines if not e["msg"].startswith(lab_guest.SAYS)), None)
+    waits = [re.search(r"waited ([0-9.]+) s", e["msg"]) for e in lines if e["msg"].startswith(lab_guest.SAYS)]
     return {"queue": seconds_between(job.get("submit_time"), job.get("start_time")),
             "to_console": seconds_between(job.get("submit_time"), first),
+            "lock_wait": sum(float(m.group(1)) for m in waits if m),
             "total": seconds_between(job.get("submit_time"), job.get("end_time"))}
 
 
