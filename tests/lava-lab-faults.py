@@ -51,9 +51,13 @@ def krepro(results, artifacts, identity, bound):
     argv = [RUN, "--via", f"lava:{identity}", "--artifacts", artifacts, "--repeat", "1",
             "--kernel", "unpatched", "--results", results, REPRO]
     t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=bound)
+        _, err = p.communicate(timeout=bound)
     except subprocess.TimeoutExpired:
+        # As a user's Ctrl-C: krepro cancels its job and ends its followers.
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=60)
         return None, f"no end in {bound} s", None, bound
     secs = time.monotonic() - t0
     path = os.path.join(results, "run.json")
@@ -61,7 +65,7 @@ def krepro(results, artifacts, identity, bound):
     if os.path.exists(path):
         with open(path) as f:
             run = (json.load(f).get("runs") or [None])[0]
-    return p.returncode, p.stderr, run, secs
+    return p.returncode, err, run, secs
 
 
 def lavacli(identity, *args):
@@ -118,11 +122,11 @@ class Slow(http.server.SimpleHTTPRequestHandler):
 
 def job_running(ident, deadline):
     """The id of the lab's running job, once there is one."""
+    lab = lava_lab.server(ident)
     while time.monotonic() < deadline:
-        out = lavacli(ident, "jobs", "list", "--state", "RUNNING").stdout
-        ids = [w.strip("*: ") for w in out.split() if w.rstrip(":").isdigit()]
-        if ids:
-            return ids[0]
+        jobs = lab.scheduler.jobs.list("RUNNING", None, 0, 10)
+        if jobs:
+            return str(jobs[0]["id"])
         time.sleep(1)
     return None
 
@@ -184,8 +188,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", default=os.path.join(TOP, "results", "lava-lab-faults-"
                                                       + time.strftime("%Y%m%d-%H%M%S")))
-    ap.add_argument("faults", nargs="*", choices=list(FAULTS), default=[])
+    ap.add_argument("faults", nargs="*", metavar="fault", help=" | ".join(FAULTS))
     o = ap.parse_args()
+    unknown = [f for f in o.faults if f not in FAULTS]
+    if unknown:
+        ap.error(f"unknown fault {unknown[0]}: one of {', '.join(FAULTS)}")
     env = lab_env()
     why = lava_lab.check_lab(env["IDENTITY"])
     if why:

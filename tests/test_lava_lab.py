@@ -33,6 +33,8 @@ class FakeLava:
         self.srv.register_function(lambda: "2023.01", "system.version")
         self.srv.register_function(lambda jid: self.job, "scheduler.jobs.show")
         self.srv.register_function(lambda d: {"hostname": d, "worker": "w1"}, "scheduler.devices.show")
+        self.srv.register_function(lambda: [{"hostname": "qemu-x86_64-01", "type": "qemu", "health": "Good"}],
+                                   "scheduler.devices.list")
         self.srv.register_function(lambda w: {"hostname": w, "state": self.worker_state},
                                    "scheduler.workers.show")
         threading.Thread(target=self.srv.serve_forever, daemon=True).start()
@@ -99,10 +101,21 @@ class Watching(WithIdentity):
         with self.assertRaisesRegex(lava_lab.LabLost, "worker w1 went offline during job 7"):
             self.watch().check()
 
-    def test_a_queued_job_has_no_worker_to_check(self):
-        self.lab.job = {"state": "Submitted", "device": None}
+    def test_a_queued_job_waits_while_a_device_of_its_type_is_online(self):
+        self.lab.job = {"state": "Submitted", "device": None, "device_type": "qemu"}
+        w = self.watch()
+        for _ in range(3):
+            w.check()
+            w.next = 0.0
+
+    def test_a_queued_job_with_no_device_online_is_lost_at_the_second_check(self):
+        self.lab.job = {"state": "Submitted", "device": None, "device_type": "qemu"}
         self.lab.worker_state = "Offline"
-        self.watch().check()
+        w = self.watch()
+        w.check()
+        w.next = 0.0
+        with self.assertRaisesRegex(lava_lab.LabLost, "job 7 waits in the lab's queue with no qemu device"):
+            w.check()
 
     def test_a_server_that_stops_answering_loses_the_job_after_three_checks(self):
         w = self.watch()

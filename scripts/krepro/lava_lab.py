@@ -138,33 +138,52 @@ def submit(identity, path):
 
 
 class Watch:
-    """The lab while one of its jobs runs: LabLost when the job's worker
-    goes offline, or the server leaves UNANSWERED checks in a row
-    unanswered. check() is cheap to call often: it asks every WATCH_EVERY s."""
+    """The lab while one of its jobs is there: LabLost when the job's
+    worker goes offline, when the job waits in the queue with no device of
+    its type on an online worker (two checks in a row: it would wait for
+    ever), or when the server leaves UNANSWERED checks in a row unanswered.
+    check() is cheap to call often: it asks every WATCH_EVERY s."""
 
     def __init__(self, identity, jid):
         self.identity, self.jid = identity, jid
-        self.next, self.missed = 0.0, 0
+        self.next, self.missed, self.stranded = 0.0, 0, 0
 
     def check(self):
         if time.monotonic() < self.next:
             return
         self.next = time.monotonic() + WATCH_EVERY
         try:
-            s = server(self.identity, timeout=WATCH_EVERY)
-            job = s.scheduler.jobs.show(self.jid)
-            worker = None
-            if job.get("state") == "Running" and job.get("device"):
-                worker = s.scheduler.devices.show(job["device"]).get("worker")
-            state = worker and s.scheduler.workers.show(worker).get("state")
+            lost = self.ask(server(self.identity, timeout=WATCH_EVERY))
         except (OSError, xmlrpc.client.Error) as e:
             self.missed += 1
             if self.missed >= UNANSWERED:
                 raise LabLost(f"the lab stopped answering during job {self.jid}: {e}")
             return
         self.missed = 0
-        if worker and state != "Online":
-            raise LabLost(f"the lab's worker {worker} went {state.lower()} during job {self.jid}")
+        if lost:
+            raise LabLost(lost)
+
+    def ask(self, s):
+        """Why the job is lost, or None."""
+        job = s.scheduler.jobs.show(self.jid)
+        # A job with a device is on that device's worker from "Scheduled"
+        # on; queued ("Submitted") it has none yet.
+        if job.get("state") in ("Scheduled", "Running") and job.get("device"):
+            worker = s.scheduler.devices.show(job["device"]).get("worker")
+            state = s.scheduler.workers.show(worker).get("state")
+            if state != "Online":
+                return f"the lab's worker {worker} went {state.lower()} during job {self.jid}"
+        elif job.get("state") == "Submitted":
+            kind = job.get("device_type")
+            usable = [d["hostname"] for d in s.scheduler.devices.list()
+                      if d.get("type") == kind and d.get("health") in ("Good", "Unknown")]
+            workers = {s.scheduler.devices.show(d).get("worker") for d in usable}
+            online = any(s.scheduler.workers.show(w).get("state") == "Online" for w in workers if w)
+            self.stranded = 0 if online else self.stranded + 1
+            if self.stranded >= 2:
+                return (f"job {self.jid} waits in the lab's queue with no {kind} device on an "
+                        f"online worker")
+        return None
 
 
 def cancel(identity, jid):
