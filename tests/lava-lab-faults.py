@@ -113,7 +113,10 @@ class Slow(http.server.SimpleHTTPRequestHandler):
             chunk = source.read(4096)
             if not chunk or self.server.stopping:
                 return
-            outputfile.write(chunk)
+            try:
+                outputfile.write(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                return  # the job that read it was cancelled
             time.sleep(0.5)
 
     def log_message(self, *args):
