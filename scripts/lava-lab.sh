@@ -191,7 +191,7 @@ EOF
 }
 
 start() {
-	need_pkgs lava-server lava-dispatcher lavacli postgresql python3-yaml qemu-utils
+	need_pkgs lava-server lava-dispatcher lavacli postgresql python3-yaml qemu-utils curl
 	mkdir -p "$LAB/logs" "$LAB/run" "$LAB/media" "$LAB/health-checks" "$LAB/worker" "$LAB/artifacts"
 	start_postgres
 	lab_env

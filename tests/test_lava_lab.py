@@ -93,6 +93,12 @@ class Watching(WithIdentity):
         w.next = 0.0
         return w
 
+    def checks(self, w, n):
+        """n checks of w in a row, each one due."""
+        for _ in range(n):
+            w.next = 0.0
+            w.check()
+
     def test_an_online_worker_is_quiet(self):
         self.watch().check()
 
@@ -103,28 +109,22 @@ class Watching(WithIdentity):
 
     def test_a_queued_job_waits_while_a_device_of_its_type_is_online(self):
         self.lab.job = {"state": "Submitted", "device": None, "device_type": "qemu"}
-        w = self.watch()
-        for _ in range(3):
-            w.check()
-            w.next = 0.0
+        self.checks(self.watch(), 3)
 
     def test_a_queued_job_with_no_device_online_is_lost_at_the_second_check(self):
         self.lab.job = {"state": "Submitted", "device": None, "device_type": "qemu"}
         self.lab.worker_state = "Offline"
         w = self.watch()
-        w.check()
-        w.next = 0.0
+        self.checks(w, 1)
         with self.assertRaisesRegex(lava_lab.LabLost, "job 7 waits in the lab's queue with no qemu device"):
-            w.check()
+            self.checks(w, 1)
 
     def test_a_server_that_stops_answering_loses_the_job_after_three_checks(self):
         w = self.watch()
         self.lab.stop()
-        for _ in range(lava_lab.UNANSWERED - 1):
-            w.check()
-            w.next = 0.0
+        self.checks(w, lava_lab.UNANSWERED - 1)
         with self.assertRaisesRegex(lava_lab.LabLost, "stopped answering during job 7"):
-            w.check()
+            self.checks(w, 1)
 
     def test_checks_are_spaced(self):
         w = self.watch()
