@@ -45,7 +45,7 @@ CMAKE_STAMP := $(BUILD)/CMakeCache.txt
 ARM_BUILD := $(BUILD)/arm
 ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
 
-.PHONY: all check-args deps lava-deps lava-check lava-compare distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bisect bundle clean
+.PHONY: all check-args deps lava-deps lava-check lava-compare lava-lab lava-lab-stop lava-lab-check distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bisect bundle clean
 
 all: build
 
@@ -161,6 +161,26 @@ distro-check: check-args guest
 lava-compare: lava-deps kernels guest guest-arm
 	@tests/lava-vs-qemu.py --arch x86_64
 	@tests/lava-vs-qemu.py --arch arm
+
+# A LAVA lab on this machine (lava-server, PostgreSQL, a worker with a qemu
+# device per arch, all on 127.0.0.1; state in $KREPRO_CACHE/lava-lab), and
+# --via lava:ID proven on it: a deterministic and a race reproducer on
+# x86_64, one on ARM, each through the lab and directly; then the four
+# faults (a job rejected, one Incomplete, the worker offline, the lab down).
+# Not in make test: its cold run does not fit test's budget (README).
+LAB_CHECK ?= bpf-percpu-reuse nvme-tcp-timeout
+LAB_CHECK_ARM ?= arm-kprobe-fortify
+lava-lab:
+	@scripts/lava-lab.sh start
+
+lava-lab-stop:
+	@scripts/lava-lab.sh stop
+
+lava-lab-check: lava-lab kernels guest guest-arm
+	@eval "$$(scripts/lava-lab.sh env)" && \
+	  tests/lava-vs-qemu.py --arch x86_64 --via "lava:$$IDENTITY" --artifacts "$$ARTIFACTS" $(LAB_CHECK) && \
+	  tests/lava-vs-qemu.py --arch arm --via "lava:$$IDENTITY" --artifacts "$$ARTIFACTS" $(LAB_CHECK_ARM) && \
+	  tests/lava-lab-faults.py
 
 # The gate decides both kernels' rows sequentially unless REPEAT is given.
 BASE ?= patched

@@ -188,18 +188,6 @@ class Definitions(unittest.TestCase):
             self.assertEqual(read_bytes(raw), read_bytes(back))
             self.assertEqual(lava.compact_disk(raw), q)
 
-    def test_publish_names_artifacts_by_content(self):
-        with tempfile.TemporaryDirectory() as d:
-            src = os.path.join(d, "bzImage")
-            with open(src, "w") as f:
-                f.write("kernel")
-            out = os.path.join(d, "www")
-            os.mkdir(out)
-            url = lava.publish(src, (out, "http://lab.example/krepro/"))
-            self.assertRegex(url, r"^http://lab\.example/krepro/[0-9a-f]{16}-bzImage$")
-            self.assertEqual(os.listdir(out), [url.rsplit("/", 1)[1]])
-            self.assertEqual(lava.publish(src, (out, "http://lab.example/krepro")), url)
-
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,6 +1,6 @@
 """What runs one guest: a backend takes a GuestSpec and gives a GuestResult,
 whichever it is (QEMU here: guest.Qemu; a LAVA job through lava-run here,
-or in a lab: lava.LavaRun, lava.Lab). The verdict is read from the files it
+or in a lab: lava.LavaRun, lava_lab.Lab). The verdict is read from the files it
 leaves in the run directory, console.log and ktap.txt, the same for all."""
 import dataclasses
 from typing import Callable, Optional

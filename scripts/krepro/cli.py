@@ -7,7 +7,7 @@ import shlex
 import shutil
 import sys
 
-from . import arches, guest, kernels, meta as metamod, plan, rates, render, runner
+from . import arches, guest, kernels, lava_lab, meta as metamod, plan, rates, render, runner
 from .config import RunConfig
 from .kernels import FLAVOURS
 from .paths import TOP, build, git_commit
@@ -161,6 +161,9 @@ def check_via(o):
         if not sep or not os.path.isdir(d) or not url:
             return ("--via lava:ID needs --artifacts DIR=URL: a directory of yours that "
                     "the lab downloads from as URL")
+        # A lab that is down or an identity that is not there: said once,
+        # before any guest, instead of a BROKEN row for every job.
+        return lava_lab.check_lab(o.via[5:])
     elif o.artifacts:
         return "--artifacts is for --via lava:ID"
     return None

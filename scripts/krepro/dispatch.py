@@ -4,7 +4,7 @@ import os
 import shlex
 import time
 
-from . import decode, guest, lava
+from . import decode, guest, lava, lava_lab
 from .backend import GuestSpec
 from .guest import log
 from .paths import read
@@ -17,7 +17,7 @@ def backend(config):
     if config.via == "lava-run":
         return lava.LavaRun()
     if config.lab:
-        return lava.Lab(config.lab, config.artifacts)
+        return lava_lab.Lab(config.lab, config.artifacts)
     return guest.Qemu(keep=config.keep, gdb=config.gdb, extra=config.qemu_extra)
 
 
@@ -79,6 +79,11 @@ def judge(rundir, meta, res, keep=False):
     if res.stopped_early:
         v["evidence"] += (" ; guest stopped when its answer was complete" if res.answer_complete is not None
                           else f" ; guest stopped {guest.AFTER_REPORT:g} s after the report ended")
+    if "lava_job" in res.via:
+        # A lab's job has no QEMU exit status here (status is 0 for
+        # Complete): LAVA's health says how it ended.
+        v["evidence"] = v["evidence"].replace(f"(qemu exit {res.status})",
+                                              f"(LAVA health {res.via.get('lava_health')})")
     if v["outcome"] in ("BROKEN", "HANG") and res.via.get("lava_error"):
         v["evidence"] += f" ; LAVA: {res.via['lava_error']}"
     mark = v["mark_line"]

@@ -10,14 +10,13 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import time
 
 from .arches import ARCHES
 from . import guest
 from .backend import Backend, GuestResult, stopped
-from .paths import file_sha256, read
+from .paths import read
 from .protocol import EXIT_OUTCOME, INIT_DONE, INIT_RUNNING, INIT_STARTED, RESULT_LAVA
 
 # The harness's exit codes as LAVA results (BROKEN: LAVA's "unknown").
@@ -126,8 +125,10 @@ def compact_disk(raw):
     return out
 
 
-def job_definition(arch, name, kernel_url, initrd_url, cmdline, limit, disk_url=None, smp=2):
-    """One guest run as a LAVA job (device type qemu, deploy to tmpfs)."""
+def job_definition(arch, name, kernel_url, initrd_url, cmdline, limit, disk_url=None, smp=2,
+                   sums=None):
+    """One guest run as a LAVA job (device type qemu, deploy to tmpfs);
+    sums: each image's sha256, which LAVA checks after its download."""
     images = {
         "kernel": {"url": kernel_url,
                    "image_arg": f"-kernel {{kernel}} -append {shlex.quote(cmdline)}"},
@@ -136,6 +137,8 @@ def job_definition(arch, name, kernel_url, initrd_url, cmdline, limit, disk_url=
     if disk_url:
         images["disk"] = {"url": disk_url,
                           "image_arg": " ".join(guest.disk_args(arch, "{disk}", fmt="qcow2"))}
+    for key, digest in (sums or {}).items():
+        images[key]["sha256sum"] = digest
     # LAVA's time for the whole test: the reproducer's limit; boot and
     # download on top.
     return {
@@ -150,7 +153,12 @@ def job_definition(arch, name, kernel_url, initrd_url, cmdline, limit, disk_url=
         "context": lab_context(arch, smp),
         "actions": [
             {"deploy": {"to": "tmpfs", "timeout": {"minutes": 2}, "images": images}},
+            # The boot ends at the init's first line. Not at LAVA's kernel
+            # start message first ("Linux version"): the boot is quiet until
+            # /init (loglevel=5), the banner never reaches the console, and
+            # LAVA would wait for it until QEMU exits, the job Incomplete.
             {"boot": {"method": "qemu", "media": "tmpfs", "timeout": {"minutes": 3},
+                      "parameters": {"kernel-start-message": ""},
                       "prompts": [INIT_STARTED]}},
             {"test": {"timeout": {"seconds": limit},
                       "monitors": [{"name": "krepro", "start": INIT_RUNNING, "end": INIT_DONE,
@@ -248,8 +256,14 @@ def timed_out(entries):
 
 
 def first_error(entries):
-    """LAVA's own first error of a job (its configuration, a download, a
-    timeout), for a run that did not get to a verdict."""
+    """LAVA's reason a job did not get to a verdict (its configuration, a
+    download, a timeout): the job result's error_msg, which names the
+    cause, else its first error line."""
+    for e in entries:
+        msg = e.get("msg")
+        if e.get("lvl") == "results" and isinstance(msg, dict) and msg.get("definition") == "lava" \
+                and msg.get("case") == "job" and msg.get("error_msg"):
+            return " ".join(str(msg["error_msg"]).split())
     for e in entries:
         if e.get("lvl") == "error" and isinstance(e.get("msg"), str):
             return e["msg"]
@@ -291,25 +305,6 @@ class LavaRun(Backend):
                          spec.jobs, spec.alone)
 
 
-class Lab(Backend):
-    """A guest as a LAVA job in a lab, submitted with lavacli's identity;
-    its files published in artifacts (directory, URL) for the lab."""
-
-    def __init__(self, identity, artifacts):
-        self.identity, self.artifacts = identity, artifacts
-
-    def run(self, spec):
-        def url(f):
-            return publish(f, self.artifacts)
-        job = job_definition(spec.arch, spec.name, url(spec.image), url(spec.initrd), spec.cmdline,
-                             spec.limit, spec.disk and url(compact_disk(spec.disk)), spec.cpus)
-        try:
-            return run_lab(self.identity, job, spec.rundir, spec.answered)
-        except LabError as e:
-            return GuestResult(None, False, 0.0, via={"via": f"lava:{self.identity}"},
-                               refused=f"the lab did not take the job: {e}")
-
-
 def run_local(arch, accel, smp, job, rundir, answered=None, jobs=1, alone=False):
     """One job through lava-run on this machine, in a guest slot of its own."""
     d = os.path.join(rundir, "lava")
@@ -335,59 +330,3 @@ def run_local(arch, accel, smp, job, rundir, answered=None, jobs=1, alone=False)
            "lava_log": os.path.relpath(log, os.path.dirname(rundir)), "lava_results": lava_results(entries),
            "lava_error": first_error(entries)}
     return GuestResult(status, krepro_timeout or timed_out(entries), secs, via=rec, **stopped(stop))
-
-
-
-# --- a LAVA lab: lavacli against a server (not testable here: no server) ---
-
-class LabError(Exception):
-    pass
-
-
-def publish(path, artifacts):
-    """A file where the lab can download it: copied into the directory the
-    user serves (artifacts = (dir, base url)), named by its content."""
-    directory, base = artifacts
-    name = f"{file_sha256(path)[:16]}-{os.path.basename(path)}"
-    dest = os.path.join(directory, name)
-    if not os.path.exists(dest):
-        shutil.copyfile(path, dest + ".tmp")
-        os.replace(dest + ".tmp", dest)
-    return base.rstrip("/") + "/" + name
-
-
-def run_lab(identity, job, rundir, answered=None):
-    """Submit one job with lavacli, follow its log to the end, read it back.
-    Its status is 0 when LAVA says Complete."""
-    d = os.path.join(rundir, "lava")
-    os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, "job.yaml")
-    dump(job, path)
-    cli = ["lavacli", "-i", identity, "jobs"]
-    p = subprocess.run(cli + ["submit", path], capture_output=True, text=True)
-    words = p.stdout.split()
-    if p.returncode or not words or not words[-1].isdigit():
-        raise LabError(f"lavacli jobs submit: {(p.stdout + p.stderr).strip() or p.returncode}")
-    jid = words[-1]
-    log = os.path.join(d, "lava-job.log")
-    t0 = time.monotonic()
-    try:
-        with open(log, "w") as out:
-            # Queueing at the lab counts too: a day at most.
-            _, _, stop = guest.supervise(
-                cli + ["logs", "--raw", jid], out, 24 * 3600,
-                answered=(lambda: answered(console_text(log))) if answered else None)
-    except BaseException:
-        subprocess.run(cli + ["cancel", jid], capture_output=True)
-        raise
-    if stop["early"]:
-        subprocess.run(cli + ["cancel", jid], capture_output=True)
-    secs = round(time.monotonic() - t0, 1)
-    show = subprocess.run(cli + ["show", jid, "--yaml"], capture_output=True, text=True)
-    health = (yaml().safe_load(show.stdout) or {}).get("health") if show.returncode == 0 else None
-    entries = read_back(read(log), rundir)
-    rec = {"via": f"lava:{identity}", "lava_job": jid, "lava_health": health,
-           "job": os.path.relpath(path, os.path.dirname(rundir)),
-           "lava_log": os.path.relpath(log, os.path.dirname(rundir)), "lava_results": lava_results(entries),
-           "lava_error": first_error(entries)}
-    return GuestResult(0 if health == "Complete" else 1, timed_out(entries), secs, via=rec, **stopped(stop))
