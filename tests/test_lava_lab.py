@@ -19,7 +19,7 @@ from unittest import mock
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import guest, lava, lava_lab  # noqa: E402
+from krepro import guest, lava, lava_lab, slots  # noqa: E402
 
 
 class FakeLava:
@@ -165,7 +165,7 @@ class Times(unittest.TestCase):
         job = {"submit_time": "20261206T13:20:23", "start_time": "20261206T13:20:25",
                "end_time": "20261206T13:20:40"}
         entries = [{"dt": "2026-12-06T13:20:25.5", "lvl": "info", "msg": "start"},
-                   {"dt": "2026-12-06T13:20:25.6", "lvl": "target", "msg": "krepro lab guest: waiting for boot.lock"},
+                   {"dt": "2026-12-06T13:20:25.6", "lvl": "target", "msg": "krepro lab guest: waiting for the guest slots"},
                    {"dt": "2026-12-06T13:20:27.0", "lvl": "target",
                     "msg": "krepro lab guest: waited 1.3 s for this machine's locks"},
                    {"dt": "2026-12-06T13:20:27.250000", "lvl": "target", "msg": "SeaBIOS"},
@@ -212,11 +212,11 @@ class LabGuestLocks(unittest.TestCase):
         self.addCleanup(p.wait)
         self.assertTrue(self.wait_for(marker))
         for i in range(guest.default_jobs()):
-            self.assertIsNone(self.lock(guest.slot_name(i), fcntl.LOCK_EX))
+            self.assertIsNone(self.lock(slots.slot_name(i), fcntl.LOCK_EX))
         self.assertIsNone(self.lock("machine.lock", fcntl.LOCK_EX))
         self.assertIsNotNone(self.lock("machine.lock", fcntl.LOCK_SH))
         p.wait()
-        self.assertIsNotNone(self.lock(guest.slot_name(0), fcntl.LOCK_EX))
+        self.assertIsNotNone(self.lock(slots.slot_name(0), fcntl.LOCK_EX))
 
     def test_the_guest_waits_for_a_kernel_build(self):
         marker = os.path.join(self.tmp.name, "booted")

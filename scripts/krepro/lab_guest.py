@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from . import guest
+from . import guest, slots
 from .paths import cache
 
 
@@ -42,9 +42,9 @@ def main(argv):
         sys.exit("usage: python3 -m krepro.lab_guest QEMU [ARGS...]")
     os.makedirs(cache(), exist_ok=True)
     waited = hold("machine.lock", fcntl.LOCK_SH)
-    # In slot order, as guest.guest_slot() takes them for a guest alone.
-    for i in range(guest.default_jobs()):
-        waited += hold(guest.slot_name(i), fcntl.LOCK_EX)
+    # Every slot, queued first come first served as krepro's own guests are.
+    waited += slots.take_all_for_exec(
+        guest.default_jobs(), lambda: print(f"{SAYS} waiting for the guest slots", file=sys.stderr, flush=True))
     if waited:
         print(f"{SAYS} waited {waited:.1f} s for this machine's locks", file=sys.stderr, flush=True)
     os.execv(argv[1], argv[1:])

@@ -75,37 +75,61 @@ def _take(fds, held, alone):
     return len(held) == len(fds)
 
 
+def _open_slots(jobs, inheritable=False):
+    os.makedirs(cache(), exist_ok=True)
+    fds = [os.open(os.path.join(cache(), slot_name(i)), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+           for i in range(jobs)]
+    for fd in fds:
+        # Python opens files close-on-exec (PEP 446): an exec'd QEMU must keep these.
+        os.set_inheritable(fd, inheritable)
+    return fds
+
+
+def _acquire(fds, alone, say):
+    """Queue, then at the head take one slot of fds (all for `alone`);
+    returns the seconds waited. The queue entry is gone on return, and on
+    an interrupt too."""
+    pid = os.getpid()
+    me = f"{pid}.{threading.get_ident()}.{next(_requests)} {pid} {_start_time(pid)}"
+    held = []
+    t0 = time.monotonic()
+    try:
+        _edit_queue(lambda q: q + [me])
+        said = False
+        while not (_edit_queue(lambda q: q)[:1] == [me] and _take(fds, held, alone)):
+            if not said:
+                say()
+                said = True
+            time.sleep(POLL)
+        return time.monotonic() - t0
+    finally:
+        _edit_queue(lambda q: [e for e in q if e != me])
+
+
+def _say_waiting(alone):
+    what = ("the other guests to finish (this one needs the host to itself"
+            if alone else "another guest to finish (first come, first served")
+    print(f"krepro: waiting for {what}; queue: {os.path.join(cache(), QUEUE)})",
+          file=sys.stderr, flush=True)
+
+
 @contextlib.contextmanager
 def guest_slot(jobs, alone=False):
     """One of the machine's `jobs` guest slots, or all of them for a guest
     that needs the host to itself (a race whose odds change when other guests
     share the CPUs). Held across invocations: two runs on one machine share
     its slots, first come first served."""
-    os.makedirs(cache(), exist_ok=True)
-    pid = os.getpid()
-    me = f"{pid}.{threading.get_ident()}.{next(_requests)} {pid} {_start_time(pid)}"
-    fds = [os.open(os.path.join(cache(), slot_name(i)), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
-           for i in range(jobs)]
-    held = []
-    queued = True
+    fds = _open_slots(jobs)
     try:
-        _edit_queue(lambda q: q + [me])
-        said = False
-        while True:
-            if _edit_queue(lambda q: q)[:1] == [me] and _take(fds, held, alone):
-                break
-            if not said:
-                what = ("the other guests to finish (this one needs the host to itself"
-                        if alone else "another guest to finish (first come, first served")
-                print(f"krepro: waiting for {what}; queue: {os.path.join(cache(), QUEUE)})",
-                      file=sys.stderr, flush=True)
-                said = True
-            time.sleep(POLL)
-        _edit_queue(lambda q: [e for e in q if e != me])
-        queued = False
+        _acquire(fds, alone, lambda: _say_waiting(alone))
         yield
     finally:
-        if queued:
-            _edit_queue(lambda q: [e for e in q if e != me])
         for fd in fds:
             os.close(fd)
+
+
+def take_all_for_exec(jobs, say):
+    """Every slot, in the queue's turn, on descriptors a program exec'd next
+    inherits (a lab job's QEMU: the slots are held exactly as long as it
+    runs); the seconds waited."""
+    return _acquire(_open_slots(jobs, inheritable=True), True, say)
