@@ -15,8 +15,9 @@
 set -euo pipefail
 . "$(dirname "$0")/../scripts/common.sh"
 
-dir=${1:?usage: bench/bisect-history.sh DIR}
-[ ! -e "$dir" ] || die "$dir exists; give a new directory"
+[ $# -eq 1 ] || KREPRO_DIE_CODE=128 die "usage: bench/bisect-history.sh DIR"
+dir=$1
+[ ! -e "$dir" ] || KREPRO_DIE_CODE=128 die "$dir exists; give a new directory"
 "$KREPRO_TOP/scripts/kernels.sh" tree >/dev/null
 git clone -q --shared --branch krepro-pristine "$KREPRO_TREE" "$dir"
 cd "$dir"

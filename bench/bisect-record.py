@@ -80,6 +80,8 @@ def main(results, history, out, commit):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 5:
-        sys.exit("usage: bench/bisect-record.py RESULTS HISTORY OUT KREPRO_COMMIT")
+    if len(sys.argv) != 5 or not all(os.path.isdir(d) for d in sys.argv[1:3]):
+        print("usage: bench/bisect-record.py RESULTS HISTORY OUT KREPRO_COMMIT "
+              "(RESULTS and HISTORY directories)", file=sys.stderr)
+        sys.exit(128)
     main(*sys.argv[1:])
