@@ -49,11 +49,14 @@ def _edit_queue(change):
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         with os.fdopen(os.dup(fd), "r+") as f:
-            entries = [e for e in f.read().splitlines() if _alive(e)]
-            entries = change(entries)
-            f.seek(0)
-            f.truncate()
-            f.write("".join(e + "\n" for e in entries))
+            was = f.read()
+            entries = change([e for e in was.splitlines() if _alive(e)])
+            now = "".join(e + "\n" for e in entries)
+            # A waiter looks 5 times a second: write only what changed.
+            if now != was:
+                f.seek(0)
+                f.truncate()
+                f.write(now)
         return entries
     finally:
         os.close(fd)
