@@ -161,7 +161,7 @@ class Definitions(unittest.TestCase):
     def test_lab_context_gives_the_same_machine(self):
         ctx = self.job()["context"]
         self.assertEqual(ctx["arch"], "amd64")
-        self.assertIn("-cpu max", ctx["extra_options"])
+        self.assertIn("-cpu max,-erms,-fsrm", ctx["extra_options"])
         self.assertIn("-smp 2,sockets=2,cores=1,threads=1", ctx["extra_options"])
         arm = self.job("arm")["context"]
         self.assertEqual((arm["machine"], arm["cpu"]), ("virt", "cortex-a15"))
