@@ -8,14 +8,16 @@ usage: bench/classify-syzkaller.py TESTDATA_DIR [--mismatches] [--part all|tune|
 TESTDATA_DIR is syzkaller's pkg/report/testdata/linux/report (a checkout of
 google/syzkaller; nothing of it is committed here). Each file there is a
 console log after a header ("TITLE: ...", "CORRUPTED: Y", ... then a blank
-line); a file without TITLE expects no report. Four figures: logs with a
+line); a file without TITLE expects no report. Six figures: logs with a
 report where krepro finds one; logs without where it finds none; the first
 report's stem equal (the title without its " in FUNCTION"); the whole title
-equal. The held-back part (files whose number is divisible by 5, chosen
+equal; of the logs whose header says "CORRUPTED: Y", those whose first
+report krepro calls corrupted too; of the other logs with a report, those
+krepro wrongly calls corrupted (the one figure where less is better). The held-back part (files whose number is divisible by 5, chosen
 before any tuning) is reported apart: those figures are the ones that count.
 The arch is inferred from the log (arm64 "pc : ", ARM "PC is at", else x86_64).
 --record writes the figures (no log text) as a bench/records JSON record:
-"figures" holds the held-back part's four, "parts" every part's.
+"figures" holds the held-back part's six, "parts" every part's.
 """
 import collections
 import datetime
@@ -64,9 +66,14 @@ def stem(title):
 def judge(path):
     fields, log = read_case(path)
     want = (fields.get("TITLE") or [None])[0]
-    got = reports.syzkaller_title(log)
+    first = next(iter(reports.crashes(log)), None)
+    got = first["culprit"] if first else None
+    said = bool(first and first.get("corrupted"))
+    corrupted = fields.get("CORRUPTED") == ["Y"]
     return {"file": os.path.basename(path), "arch": arch_of(log), "want": want, "got": got,
-            "corrupted": fields.get("CORRUPTED") == ["Y"],
+            "corrupted": corrupted, "said corrupted": said,
+            "corrupted too": bool(want) and corrupted and said,
+            "wrongly corrupted": bool(want) and not corrupted and said,
             "found": bool(want) and bool(got), "clean": not want and not got,
             "stem": bool(want) and stem(got) == stem(want),
             "title": bool(want) and got == want}
@@ -79,9 +86,13 @@ def figures(rows):
     def share(sub, key):
         n = sum(r[key] for r in sub)
         return {"n": n, "of": len(sub), "percent": round(100 * n / len(sub), 1) if sub else None}
+    broken = [r for r in with_r if r["corrupted"]]
+    whole = [r for r in with_r if not r["corrupted"]]
     return {"files": len(rows), "report found": share(with_r, "found"),
             "no report, none found": share(without, "clean"),
-            "stem equal": share(with_r, "stem"), "title equal": share(with_r, "title")}
+            "stem equal": share(with_r, "stem"), "title equal": share(with_r, "title"),
+            "corrupted, said so": share(broken, "corrupted too"),
+            "not corrupted, said so": share(whole, "wrongly corrupted")}
 
 
 def share_text(v):
@@ -136,8 +147,11 @@ def main(argv):
     if a.mismatches:
         pick = {"all": rows, "tune": tune, "held": held}[a.part]
         for r in pick:
-            if r["got"] != r["want"]:
-                print(f"{r['file']:>5} {r['arch']:<7} want {r['want']!r}\n{'':13} got  {r['got']!r}")
+            if r["got"] != r["want"] or r["want"] and r["corrupted"] != r["said corrupted"]:
+                flag = f" (corrupted: header {'Y' if r['corrupted'] else 'N'}, krepro "
+                flag += f"{'Y' if r['said corrupted'] else 'N'})" if r["want"] else ""
+                print(f"{r['file']:>5} {r['arch']:<7} want {r['want']!r}\n{'':13} got  {r['got']!r}"
+                      + (flag if r["corrupted"] != r["said corrupted"] else ""))
     if a.record:
         write_record(a, out, raw)
     return 0
