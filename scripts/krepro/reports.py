@@ -179,7 +179,7 @@ def crashes_stream(lines, patterns=None):
     for n, line in lines:
         if cur is not None and (len(cur["_lines"]) >= TRACE_LINES or
                                 (REPORT_END.match(line) and cur["_lines"])):
-            yield finish(cur)
+            yield finish(cur, "line" if REPORT_END.match(line) else None)
             cur = None
             if not line.startswith("krepro"):
                 continue
@@ -193,7 +193,7 @@ def crashes_stream(lines, patterns=None):
         if cur is not None:
             feed(cur, line, h is not None)
     if cur is not None:
-        yield finish(cur)
+        yield finish(cur, "log")
 
 
 def feed(cur, line, header):
@@ -205,9 +205,10 @@ def feed(cur, line, header):
             cur["frames"].append(f)
 
 
-def finish(cur):
+def finish(cur, end=None):
     """The crash's dict, titled by syzkaller's rules from the first header
-    that names it (a stem other than "-")."""
+    that names it (a stem other than "-"). end: what ended the crash, "log"
+    (the log's end), "line" (an end line) or None (its length)."""
     cur["trace_frames"] = cur.pop("_reader").frames
     lines, heads = cur.pop("_lines"), cur.pop("_heads")
     named = next(((i, stem, rule) for i, stem, rule in heads if stem != "-"), None)
@@ -217,7 +218,7 @@ def finish(cur):
                    corrupted=False)
         return cur
     i, stem, rule = named
-    cur.update(syztitle.title(stem, lines[i:], rule))
+    cur.update(syztitle.title(stem, lines[i:], rule, end))
     return cur
 
 
@@ -285,8 +286,10 @@ def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
     """One guest run's outcome: dict with outcome, evidence, signature (the
     report or own evidence that made it FAIL), reports, exit."""
     sigs = meta.signatures
-    reports = crashes(console)
     init_line, mark_line, exit_code = landmarks(console, meta.name)
+    # The boot stub's "Booting the kernel." before init is this boot's own.
+    reports = [r for r in crashes(console)
+               if r["kind"] != "REBOOT" or init_line is not None and r["line"] > init_line]
     before = [r for r in reports if mark_line is None or r["line"] < mark_line]
     after = [r for r in reports if mark_line is not None and r["line"] >= mark_line]
     for r in after:

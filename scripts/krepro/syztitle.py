@@ -24,12 +24,18 @@ lines, each finding the first line that matches it after the previous one:
 
 and modifiers: "access" (needs KASAN's Read/Write line), "need=STEP" (a
 report without that line is titled by its header line), "raw" (skip
-nothing), "skip=RE" (more frames to skip), "hung" and "stall" (syzkaller's
+nothing), "after=TEXT" (put after the function: "WARNING in
+FUNC/usb_submit_urb"), "stem=next" (the stem is the line after the
+header: a Rust panic's message), "nostack" (the report need not show a stack: a stack cut or
+absent does not make it corrupted, stack_missing()), "corrupted" (the line
+is what is left of a report whose header was lost: always corrupted), "skip=RE" (more frames to skip), "hung" and "stall" (syzkaller's
 pickers for hangs and stalls). A report whose rule finds no function is
 "STEM in corrupted", and corrupted, as is one mixed with a fault
 injection's stack.
 """
 import re
+
+from .rustname import demangle
 
 
 # What is never the culprit, searched in a frame's name.
@@ -118,7 +124,21 @@ FRAME_LINE = re.compile(r"^ *(?:\[<[0-9a-f]+>\] ){0,2}([A-Za-z_][A-Za-z0-9_.]*)\
 ARM_ENTRY = re.compile(r"^ *[A-Za-z_][A-Za-z0-9_.]* from [A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+/0x")
 # A line that starts another stack: the one being read ends there.
 STACK_START = re.compile(r"Call [Tt]race|Allocated:|Allocated by task [0-9]+:|Freed:|"
-                         r"Freed by task [0-9]+:|[^k] backtrace( \(crc [0-9a-f]*\))?:|Backtrace:")
+                         r"Freed by task [0-9]+:|[^k] backtrace( \(crc [0-9a-f]*\))?:|Backtrace:|"
+                         r"Uninit was (stored to memory|created) at:|Local variable .* created at:")
+# Each heading a report's stacks start with, apart: a report that has one
+# must show a frame soon after the first line of each (KMSAN's "Uninit was
+# stored" opens one too).
+STACK_HEADINGS = tuple(re.compile(p) for p in (
+    r"Call [Tt]race", r"Allocated:", r"Allocated by task [0-9]+:", r"Freed:",
+    r"Freed by task [0-9]+:", r"[^k] backtrace( \(crc [0-9a-f]*\))?:", r"Backtrace:",
+    r"Uninit was stored to memory at"))
+# How far below its heading a stack's first frame may be, and how many lines
+# a heading needs after it when the log ends there.
+FRAME_WITHIN, LINES_AFTER_HEADING = 15, 2
+# A "? " frame the unwinder is not sure of: syzkaller drops the line from a
+# timestamped report before it reads the report's stacks.
+QUESTIONABLE = re.compile(r"^ *(\[<[0-9a-f]+>\])? \? ")
 # Fault injection's stack, often mixed into a report: the stack is not the report's.
 INJECTED = re.compile(r"^( \[<?(0x)?[0-9a-f]+>?\])? should_fail(slab)?(\.[a-z0-9.]+)?\+0x")
 FUNC = r"([A-Za-z_][A-Za-z0-9_.]*)"
@@ -146,7 +166,8 @@ STEPS = {
 
 def parse_rule(text):
     """Column 5: {"plans": [[step, ...], ...], "access", "skip", "pick"}."""
-    rule = {"plans": [], "access": False, "skip": None, "pick": None, "raw": False, "need": None}
+    rule = {"plans": [], "access": False, "skip": None, "pick": None, "raw": False, "need": None,
+            "nostack": False, "corrupted": False, "after": "", "stem_next": False}
     plan = []
     for word in (text or "trace").split():
         if word == "|":
@@ -156,8 +177,14 @@ def parse_rule(text):
             rule["access"] = True
         elif word == "raw":
             rule["raw"] = True
+        elif word in ("nostack", "corrupted"):
+            rule[word] = True
         elif word.startswith("need="):
             rule["need"] = STEPS[word[5:]]
+        elif word == "stem=next":
+            rule["stem_next"] = True
+        elif word.startswith("after="):
+            rule["after"] = word[6:]
         elif word.startswith("skip="):
             rule["skip"] = re.compile(word[5:])
         elif word in ("hung", "stall"):
@@ -172,6 +199,8 @@ def parse_rule(text):
 
 def canonical(frame):
     name = SUFFIX.sub("", frame)
+    if name.startswith("_R"):
+        return demangle(name)   # a Rust frame, named by its path
     return WRAPPER.sub("", name, count=1) or name
 
 
@@ -258,11 +287,38 @@ def access(lines):
     return None
 
 
-def title(stem, lines, rule_text):
+def stack_missing(lines, end=None):
+    """Whether a report's stacks are cut or absent: a heading with no frame
+    within FRAME_WITHIN lines (before the next heading), a heading the log
+    ends right after (end "log"), or, in a report that ended (end "log" or
+    "line", not cut at its length), no stack with a frame at all. Each kind
+    of heading counts at its first line only, as syzkaller reads it."""
+    seen = False
+    for heading in STACK_HEADINGS:
+        i = next((i for i, line in enumerate(lines) if heading.search(line)), None)
+        if i is None:
+            continue
+        after = [line for line in lines[i + 1:] if not QUESTIONABLE.match(line)]
+        if end == "log" and len(after) < LINES_AFTER_HEADING:
+            return True
+        for line in after[:FRAME_WITHIN]:
+            if any(h.search(line) for h in STACK_HEADINGS):
+                return True
+            if "(stack is not available)" in line or FRAME_LINE.match(line):
+                seen = True
+                break
+        else:
+            return True
+    return end is not None and not seen
+
+
+def title(stem, lines, rule_text, end=None):
     """dict: culprit (the title), stem, access, function, corrupted. A
     report without what its rule needs (KASAN's access line, lockdep's "is
     trying to acquire") is titled by its header line, and corrupted."""
     rule = parse_rule(rule_text)
+    if rule["stem_next"] and len(lines) > 1 and lines[1].strip():
+        stem = lines[1].strip()   # a Rust panic's message, the line after its header
     acc = access(lines) if rule["access"] else None
     if rule["access"] and not acc or rule["need"] and not any(map(rule["need"].search, lines)):
         line = lines[0].lstrip()
@@ -272,10 +328,13 @@ def title(stem, lines, rule_text):
     stem = f"{stem} {acc}" if acc else stem
     if rule["plans"] == [["none"]]:
         return {"culprit": sanitize(stem), "stem": stem, "access": acc, "function": None,
-                "corrupted": False}
+                "corrupted": rule["corrupted"] or not rule["nostack"] and stack_missing(lines, end)}
     func, clean = culprit(lines, rule)
-    return {"culprit": sanitize(f"{stem} in {func or 'corrupted'}"), "stem": stem, "access": acc,
-            "function": func, "corrupted": not func or not clean}
+    name = f"{func or 'corrupted'}{rule['after']}"
+    return {"culprit": sanitize(f"{stem} in {name}"), "stem": stem, "access": acc,
+            "function": func,
+            "corrupted": not func or not clean or rule["corrupted"] or
+            not rule["nostack"] and stack_missing(lines, end)}
 
 
 # What varies between two logs of one bug is not part of its title:
