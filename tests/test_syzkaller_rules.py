@@ -72,6 +72,7 @@ class Corrupted(unittest.TestCase):
         for line, title in (("Kernel panic - not syncing: Fatal exception", "kernel panic: Fatal exception"),
                             ("Kernel panic - not syncing: panic_on_warn set ...", "kernel panic: panic_on_warn set"),
                             ("INFO: Freed in free_fn+0x1/0x2 age=3 cpu=0 pid=7", "INFO: Freed in free_fn age=NUM cpu=NUM pid=NUM"),
+                            ("BUG: unable to handle kernel", "BUG: unable to handle kernel"),
                             ("BUG:", "BUG: corrupted"), ("WARNING:", "WARNING: corrupted")):
             with self.subTest(line):
                 self.assertEqual(verdict(line + "\nCall Trace:\n" + FRAMES + END), (title, True))
