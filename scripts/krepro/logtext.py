@@ -24,6 +24,7 @@ whole. A plain console line is its own unwrap() and plain(), so a log reads
 the same whatever its wrapping.
 """
 import codecs
+import functools
 import io
 import re
 
@@ -189,9 +190,16 @@ def needles(patterns):
     of NEEDLE_MIN characters or more (fewer where the row has no longer run),
     chosen greedily to cover the most rows: each is one find() pass over the
     text. None when some row has no run of 3 characters."""
+    found = _needles(tuple(row[1].pattern for row in patterns))
+    return None if found is None else list(found)
+
+
+@functools.lru_cache(maxsize=4)
+def _needles(sources):
+    """needles() of the rows' regexes: worked out once a table (a tenth of
+    a second), however many logs are read."""
     rows, candidates = [], set()
-    for row in patterns:
-        src = row[1].pattern
+    for src in sources:
         if src.startswith("^(?:") and src.endswith(")"):
             src = src[4:-1]
         runs = required_runs(src) or []
@@ -201,13 +209,21 @@ def needles(patterns):
         least = min(NEEDLE_MIN, longest)
         candidates |= {r[a:b] for r in runs for a in range(len(r)) for b in range(a + least, len(r) + 1)}
         rows.append(runs)
-    covers = {c: {i for i, runs in enumerate(rows) if any(c in r for r in runs)} for c in candidates}
+    # The rows a candidate is in: looked up by each row's pieces (every
+    # candidate has 3 characters or more), not searched for in every row.
+    covers = {c: set() for c in candidates}
+    for i, runs in enumerate(rows):
+        for piece in {r[a:b] for r in runs for a in range(len(r)) for b in range(a + 3, len(r) + 1)}:
+            if piece in covers:
+                covers[piece].add(i)
     chosen, left = [], set(range(len(rows)))
     while left:
-        best = max(covers, key=lambda c: (len(covers[c] & left), len(c), c))
+        best = max(covers, key=lambda c: (len(covers[c]), len(c), c))
         chosen.append(best)
         left -= covers[best]
-    return sorted(chosen)
+        # What is left to cover, all a candidate is still worth.
+        covers = {c: has & left for c, has in covers.items() if not has.isdisjoint(left)}
+    return tuple(sorted(chosen))
 
 
 def _hit_lines(block, lines, hits, needles, other_ends):
