@@ -54,6 +54,9 @@ _SRC = r"[A-Za-z0-9_./-]+\.[A-Za-z]+:[0-9]+"
 _DISC = r"(?: \(discriminator [0-9]+\))?"
 DECODED = re.compile(rf"([A-Za-z_][A-Za-z0-9_.]*) \(({_SRC}{_DISC}(?: {_SRC}{_DISC})*)\)")
 SRC = re.compile(_SRC)
+# What every source line has (a dot, letters, a colon, a digit), found fast
+# (a literal first): a line without it has no decoded frame to read.
+SRC_HINT = re.compile(r"\.[A-Za-z]+:[0-9]")
 # syzbot's: " name file.c:12 [inline]" (no offset), and
 # " name+0x1c/0x40 file.c:12" (the offset is there: nothing to do).
 INLINE = re.compile(rf"^( *(?:\? )?)([A-Za-z_][A-Za-z0-9_.]*) ({_SRC}) \[inline\]$")
@@ -99,7 +102,7 @@ def sources(line):
     """{function: "file.c:12"} a line names (decoded or syzbot's frames): the
     first source line of each (the outermost of an inline chain is last)."""
     out = {}
-    if ":" not in line:
+    if ":" not in line or not SRC_HINT.search(line):
         return out
     for m in DECODED.finditer(line):
         out.setdefault(m.group(1), SRC.findall(m.group(2))[-1])
