@@ -148,13 +148,15 @@ def reports_of(f, decoder=None):
     # crashes_stream() reads of one: the rest of the log is passed over.
     wanted = logtext.needles(patterns)
 
-    def lines():
-        for n, raw in logtext.report_lines(f, wanted, reports.TRACE_LINES + 1):
-            line = logtext.unwrap(raw)
-            buf.append((n, line))
-            yield n, logtext.undecoded(line)
+    def read(n, raw):
+        # Only the lines the classifier reads are unwrapped and kept: a
+        # crash's lines, from its header on, are all of them.
+        line = logtext.unwrap(raw)
+        buf.append((n, line))
+        return logtext.undecoded(line)
 
-    for crash in reports.crashes_stream(lines(), patterns):
+    marked = logtext.marked_lines(f, wanted, reports.TRACE_LINES + 1)
+    for crash in reports.crashes_marked(marked, patterns, read):
         text = crash_text(buf, crash)
         known = {}
         for line in text:

@@ -251,8 +251,18 @@ def report_lines(f, needles, after, block_size=BLOCK):
     table); every other line is passed over a block at a time. needles None:
     every line. Numbered as file_lines() numbers them; a line longer than
     reports.MAX_LINE keeps its first MAX_LINE characters."""
+    for n, line, _ in marked_lines(f, needles, after, block_size):
+        yield n, line
+
+
+def marked_lines(f, needles, after, block_size=BLOCK):
+    """report_lines() as (number, line, hit): hit says the line holds one of
+    needles, so it can be a report's header (reports.crashes_marked());
+    the others can only be inside a report. needles None: every line, each
+    a hit."""
     if needles is None:
-        yield from file_lines(f)
+        for n, line in file_lines(f):
+            yield n, line, True
         return
     n, left, carry = 0, 0, ""
     read = _reader(f, block_size)
@@ -286,13 +296,15 @@ def report_lines(f, needles, after, block_size=BLOCK):
         hit_lines = _hit_lines(block, lines, hits, needles, other_ends)
         # Each hit opens a window of itself and `after` lines; `left` is
         # what remains of the last one, carried across blocks.
-        i = 0
+        i, hit = 0, False
         for h in hit_lines + [len(lines)]:
             end = min(h, i + left)
-            for j in range(i, end):
-                yield n + j + 1, lines[j][:reports.MAX_LINE]
+            if i < end:
+                yield n + i + 1, lines[i][:reports.MAX_LINE], hit
+            for j in range(i + 1, end):
+                yield n + j + 1, lines[j][:reports.MAX_LINE], False
             left -= end - i
-            i = h
+            i, hit = h, True
             if h < len(lines):
                 left = after + 1
         n += len(lines)

@@ -173,17 +173,31 @@ def crashes_stream(lines, patterns=None):
     each crash yielded once it ends. A crash looks forward only, at most
     TRACE_LINES lines from its first header: what is kept is that one crash,
     however long the log."""
+    yield from crashes_marked(((n, line, True) for n, line in lines), patterns)
+
+
+def crashes_marked(lines, patterns=None, read=None):
+    """crashes_stream() of (line number, line, hit) triples, hit false for a
+    line that cannot be a report's header (logtext.marked_lines(): it has
+    no needle of the table's): such a line is passed over unless a crash is
+    open, and is never classified. read(number, line), when given, makes
+    the line the classifier reads of the one given, only for the lines it
+    reads."""
     patterns = patterns or load_patterns()
     quick = any_header(patterns)
     cur = None
-    for n, line in lines:
+    for n, line, hit in lines:
+        if cur is None and not hit:
+            continue
+        if read is not None:
+            line = read(n, line)
         if cur is not None and (len(cur["_lines"]) >= TRACE_LINES or
                                 (REPORT_END.match(line) and cur["_lines"])):
             yield finish(cur)
             cur = None
             if not line.startswith("krepro"):
                 continue
-        h = classify_line(line, patterns, quick)
+        h = classify_line(line, patterns, quick) if hit else None
         if h is not None:
             if cur is None:
                 cur = {"kind": h[0], "title": h[1], "line": n, "headers": [], "frames": [],
