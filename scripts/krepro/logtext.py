@@ -114,6 +114,16 @@ def sources(line):
     return out
 
 
+def sources_of(lines):
+    """sources() of lines, the first source line of a function kept."""
+    found = {}
+    for line in lines:
+        if ":" in line and SRC_HINT.search(line):
+            for f, src in sources(line).items():
+                found.setdefault(f, src)
+    return found
+
+
 def needle(regex):
     """A piece of text every line a regex matches contains (its longest run of
     plain characters that no group, class or quantifier makes optional), or
