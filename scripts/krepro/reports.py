@@ -12,6 +12,7 @@ finds, e.g. "WARNING: refcount bug in j1939_can_recv" where the title is
 "refcount_t: addition on 0; use-after-free". When a log has several reports
 the first one counts (syzkaller_title()).
 """
+import functools
 import os
 import re
 
@@ -121,6 +122,30 @@ def any_header(patterns):
         return None
 
 
+# A title's group references, \1..\9: Match.expand() parses its template
+# again at each call, half of classify_line()'s time on a header.
+GROUP_REF = re.compile(r"\\([1-9])(?![0-9])")
+
+
+@functools.lru_cache(maxsize=1024)
+def template(text):
+    """text split at its group references (text, group, text, ...), or None
+    when it has another escape (expand() leaves it to Match.expand())."""
+    parts = GROUP_REF.split(text)
+    return None if any("\\" in p for p in parts[::2]) else tuple(parts)
+
+
+def expand(m, text):
+    """m.expand(text), its template parsed once."""
+    parts = template(text)
+    if parts is None:
+        return m.expand(text)
+    out = [parts[0]]
+    for i in range(1, len(parts), 2):
+        out += (m.group(int(parts[i])) or "", parts[i + 1])
+    return "".join(out)
+
+
 def classify_line(line, patterns, quick=None):
     """The report header a console line is (kind, title, stem, culprit
     rule), or None."""
@@ -134,7 +159,7 @@ def classify_line(line, patterns, quick=None):
     for kind, regex, title, stem in patterns:
         m = regex.match(line)
         if m:
-            t, st = (OFFSETS.sub("", m.expand(x)).strip() if x else None for x in (title, stem))
+            t, st = (OFFSETS.sub("", expand(m, x)).strip() if x else None for x in (title, stem))
             return kind, t, st, RULES.get(regex.pattern)
     return None
 
