@@ -87,5 +87,31 @@ class LongLog(unittest.TestCase):
         self.assertEqual(got, want)
 
 
+
+class FrameNeedles(unittest.TestCase):
+    """A report's line is read for frames only when it holds a needle of
+    trace.FRAME's alternatives."""
+
+    def test_every_golden_line_with_a_frame_holds_a_needle(self):
+        needles = reports.frame_needles()
+        self.assertEqual(needles, ["+0x", "] (", " from "])
+        with_frames = 0
+        for text in map(read, PIECES):
+            for line in text.splitlines():
+                line = logtext.plain(line)
+                if reports.line_frames(line):
+                    with_frames += 1
+                    self.assertTrue(any(s in line for s in needles), line)
+        self.assertGreater(with_frames, 3000)
+
+    def test_alternatives_and_escapes(self):
+        self.assertEqual(logtext.alternatives(r"a|(b|c)|[|]x|\|y"), ["a", "(b|c)", "[|]x", r"\|y"])
+        self.assertEqual(logtext.any_needles(r"abcd|x(yz|w)uvw"), ["abcd", "uvw"])
+        self.assertIsNone(logtext.any_needles(r"abcd|[a-z]+"))
+        # \s, \d and the like are no character of a run.
+        self.assertEqual(logtext.needle(r"abc\sdefg"), "defg")
+        self.assertEqual(logtext.required_runs(r"ab\dcd\1e"), ["ab", "cd", "e"])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -144,6 +144,11 @@ def required_runs(regex):
             return None    # a top-level alternation: no one piece
         if c == "\\" and nxt and not nxt.isalnum():
             atom, i = nxt, i + 2
+        elif c == "\\" and nxt:
+            # \s, \d, \b, \1: no one character, so the run ends there.
+            runs.append(cur)
+            cur, i = "", i + 2
+            continue
         elif c in "()[.^$\\{|*+?":
             runs.append(cur)
             cur = ""
@@ -166,6 +171,32 @@ def required_runs(regex):
             cur += atom
     runs.append(cur)
     return [r for r in runs if r]
+
+
+def alternatives(regex):
+    """regex split at its top-level "|"s."""
+    out, depth, start, i = [], 0, 0, 0
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\":
+            i += 1
+        elif c == "[":
+            i = regex.index("]", i + 2 if regex[i + 1:i + 2] in ("]", "^") else i + 1)
+        elif c in "()":
+            depth += 1 if c == "(" else -1
+        elif c == "|" and depth == 0:
+            out.append(regex[start:i])
+            start = i + 1
+        i += 1
+    return out + [regex[start:]]
+
+
+def any_needles(regex):
+    """One needle() for each top-level alternative of regex: a line the
+    regex finds something in holds one of them. None when some alternative
+    has none."""
+    found = [needle(a) for a in alternatives(regex)]
+    return None if None in found else found
 
 
 def file_lines(f):

@@ -18,7 +18,7 @@ import re
 
 from .paths import TOP
 from . import syztitle
-from .trace import TraceReader, culprit_title, line_frames  # noqa: F401  (culprit_title: API)
+from .trace import FRAME, TraceReader, culprit_title, line_frames  # noqa: F401  (culprit_title: API)
 from .protocol import EXIT_OUTCOME, INIT, INIT_STARTED, RESULT_RE, START_RE
 
 PATTERNS_TSV = os.path.join(TOP, "repro", "lib", "kernel-reports.tsv")
@@ -210,6 +210,7 @@ def crashes_marked(lines, patterns=None, read=None):
     reads."""
     patterns = patterns or load_patterns()
     quick = any_header(patterns)
+    needles = frame_needles()
     cur = None
     for n, line, hit in lines:
         if cur is None and not hit:
@@ -230,15 +231,27 @@ def crashes_marked(lines, patterns=None, read=None):
             cur["headers"].append([h[0], h[1]])
             cur["_heads"].append((len(cur["_lines"]), h[2], h[3]))
         if cur is not None:
-            feed(cur, line, h is not None)
+            feed(cur, line, h is not None, needles)
     if cur is not None:
         yield finish(cur)
 
 
-def feed(cur, line, header):
-    """One line of a crash, kept for its title, its frames read."""
+@functools.lru_cache(maxsize=1)
+def frame_needles():
+    """What a line with a frame holds (trace.FRAME's alternatives' needles),
+    or None: most lines of a report have no frame, and say so at once.
+    Worked out at first use: logtext imports this module."""
+    from . import logtext
+    return logtext.any_needles(FRAME.pattern)
+
+
+def feed(cur, line, header, needles=None):
+    """One line of a crash, kept for its title, its frames read (needles:
+    frame_needles(), a line with none has no frame)."""
     cur["_lines"].append(line)
     cur["_reader"].feed(line, header)
+    if needles is not None and not any(s in line for s in needles):
+        return
     for f in line_frames(line):
         if f not in cur["frames"]:
             cur["frames"].append(f)
