@@ -250,7 +250,10 @@ def feed(cur, line, header, needles=None):
     frame_needles(), a line with none has no frame)."""
     cur["_lines"].append(line)
     cur["_reader"].feed(line, header)
-    if needles is not None and not any(s in line for s in needles):
+    for s in needles or ("",):
+        if s in line:
+            break
+    else:
         return
     for f in line_frames(line):
         if f not in cur["frames"]:
