@@ -4,6 +4,7 @@ shown, and named when it is the bug one of krepro's reproducers reproduces."""
 import collections
 import json
 import os
+import re
 import sys
 
 from . import logtext, reports
@@ -127,16 +128,20 @@ def vmlinux_arch(path):
     return arch, None
 
 
+# A report's end line, looked for in a crash's lines joined ("^" and "$"
+# at each line's): one search a crash, not one match a line.
+END_IN_TEXT = re.compile(reports.REPORT_END.pattern, re.M)
+
+
 def crash_text(buf, crash):
     """The unwrapped lines of a crash from the lines kept: its first header
     to its end line, at most reports.TRACE_LINES."""
-    out = []
-    for n, line in buf:
-        if n < crash["line"]:
-            continue
-        out.append(line)
-        if len(out) > 1 and reports.REPORT_END.match(line) or len(out) >= reports.TRACE_LINES:
-            break
+    out = [line for n, line in buf if n >= crash["line"]][:reports.TRACE_LINES]
+    if len(out) > 1:
+        joined = "\n".join(out)
+        end = END_IN_TEXT.search(joined, len(out[0]) + 1)
+        if end:
+            out = out[:joined.count("\n", 0, end.start()) + 1]
     return out
 
 
@@ -148,18 +153,17 @@ def reports_of(f, decoder=None):
     # crashes_stream() reads of one: the rest of the log is passed over.
     wanted = logtext.needles(patterns)
 
-    def lines():
-        for n, raw in logtext.report_lines(f, wanted, reports.TRACE_LINES + 1):
-            line = logtext.unwrap(raw)
-            buf.append((n, line))
-            yield n, logtext.undecoded(line)
+    def read(n, raw):
+        # Only the lines the classifier reads are unwrapped and kept: a
+        # crash's lines, from its header on, are all of them.
+        line = logtext.unwrap(raw)
+        buf.append((n, line))
+        return logtext.undecoded(line)
 
-    for crash in reports.crashes_stream(lines(), patterns):
+    marked = logtext.marked_lines(f, wanted, reports.TRACE_LINES + 1)
+    for crash in reports.crashes_marked(marked, patterns, read):
         text = crash_text(buf, crash)
-        known = {}
-        for line in text:
-            for fn, src in logtext.sources(line).items():
-                known.setdefault(fn, src)
+        known = logtext.sources_of(text)
         frames = crash.get("trace_frames") or crash.get("frames") or []
         if decoder is not None and any(fn not in known for fn in frames):
             for fn, src in decoder.sources(text).items():
