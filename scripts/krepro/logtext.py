@@ -158,6 +158,8 @@ def required_runs(regex):
                 depth -= 1
             elif c == "[":
                 i = regex.index("]", i + 2 if regex[i + 1:i + 2] in ("]", "^") else i + 1)
+            elif c == "{":
+                i = regex.index("}", i)   # a count, {2} or {0,2}: no text
             i += 1
             continue
         else:
