@@ -33,6 +33,8 @@ pickers for hangs and stalls). A report whose rule finds no function is
 "STEM in corrupted", and corrupted, as is one mixed with a fault
 injection's stack.
 """
+import functools
+import itertools
 import re
 
 from .rustname import demangle
@@ -164,8 +166,11 @@ STEPS = {
 }
 
 
+@functools.lru_cache(maxsize=256)
 def parse_rule(text):
-    """Column 5: {"plans": [[step, ...], ...], "access", "skip", "pick"}."""
+    """Column 5: {"plans": [[step, ...], ...], "access", "skip", "pick"}.
+    Parsed once a rule (the table has few): the dict is shared, not to be
+    changed."""
     rule = {"plans": [], "access": False, "skip": None, "pick": None, "raw": False, "need": None,
             "nostack": False, "corrupted": False, "after": "", "stem_next": False}
     plan = []
@@ -197,6 +202,9 @@ def parse_rule(text):
     return rule
 
 
+# A log names the same frames over and over: each name's answers are
+# worked out once (bounded: a long log of garbage holds many names).
+@functools.lru_cache(maxsize=8192)
 def canonical(frame):
     name = SUFFIX.sub("", frame)
     if name.startswith("_R"):
@@ -216,26 +224,59 @@ def frames_of(lines, plan, skipped):
         nxt = STEPS.get(plan[s]) if step == "stack" and s < len(plan) else None
         while i < len(lines):
             line, i = lines[i], i + 1
-            if INJECTED.match(line):
+            if "should_fail" in line and INJECTED.match(line):
                 return frames, False
             if step != "stack":
-                m = STEPS[step].search(line)
+                m = step_search(step, line)
                 if m:
                     take(m)
                     i -= step == "calls" and bool(ARM_ENTRY.match(line))   # the trace's first entry
                     break
                 continue
-            if STACK_START.search(line):
+            if stack_starts(line):
                 break
-            m = nxt.search(line) if nxt else None
+            m = step_search(plan[s], line) if nxt else None
             if m:
                 take(m)
                 s += 1
                 break
-            m = FRAME_LINE.match(line)
+            m = FRAME_LINE.match(line) if "+0x" in line else None
             if m:
                 take(m)
     return frames, True
+
+
+def stack_starts(line):
+    """STACK_START.search(line), asked only of a line holding one of its
+    needles (most lines of a stack hold none)."""
+    return has_needle(line, needles_of(STACK_START.pattern)) and STACK_START.search(line) is not None
+
+
+def step_search(step, line):
+    """STEPS[step].search(line), None at once for a line with none of the
+    step's needles."""
+    regex = STEPS[step]
+    return regex.search(line) if has_needle(line, needles_of(regex.pattern)) else None
+
+
+def has_needle(line, needles):
+    """Whether line holds one of needles (None: no needles, it may)."""
+    if needles is None:
+        return True
+    for s in needles:
+        if s in line:
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def needles_of(pattern):
+    """One needle of each top-level alternative of a regex (a line it
+    finds something in holds one), or None when some has none. logtext
+    imports reports, which imports this module: imported at first use."""
+    from . import logtext
+    found = logtext.any_needles(pattern)
+    return None if found is None else tuple(found)
 
 
 def hung_function(frames):
@@ -257,12 +298,18 @@ def stall_function(frames):
     return None
 
 
+@functools.lru_cache(maxsize=8192)
+def machinery(frame):
+    """Whether SKIP finds the frame name (never a culprit)."""
+    return SKIP.search(frame) is not None
+
+
 def culprit(lines, rule):
     """(function or None, clean): the crash's culprit function by its rule."""
     def skipped(f):
         if rule["raw"]:
             return False
-        return bool(SKIP.search(f) or rule["skip"] and rule["skip"].search(f))
+        return bool(machinery(f) or rule["skip"] and rule["skip"].search(f))
     func, clean = None, True
     for plan in rule["plans"]:
         frames, clean = frames_of(lines, plan, skipped)
@@ -293,23 +340,55 @@ def stack_missing(lines, end=None):
     ends right after (end "log"), or, in a report that ended (end "log" or
     "line", not cut at its length), no stack with a frame at all. Each kind
     of heading counts at its first line only, as syzkaller reads it."""
+    first = first_headings(lines)
     seen = False
-    for heading in STACK_HEADINGS:
-        i = next((i for i, line in enumerate(lines) if heading.search(line)), None)
+    for k in range(len(STACK_HEADINGS)):
+        i = first.get(k)
         if i is None:
             continue
-        after = [line for line in lines[i + 1:] if not QUESTIONABLE.match(line)]
+        # The lines after the heading, "? " frames left out: no more are
+        # read than the checks below need.
+        after = list(itertools.islice((line for line in itertools.islice(lines, i + 1, None)
+                                       if not QUESTIONABLE.match(line)),
+                                      max(FRAME_WITHIN, LINES_AFTER_HEADING)))
         if end == "log" and len(after) < LINES_AFTER_HEADING:
             return True
         for line in after[:FRAME_WITHIN]:
-            if any(h.search(line) for h in STACK_HEADINGS):
+            if ANY_HEADING.search(line):
                 return True
-            if "(stack is not available)" in line or FRAME_LINE.match(line):
+            if "(stack is not available)" in line or "+0x" in line and FRAME_LINE.match(line):
                 seen = True
                 break
         else:
             return True
     return end is not None and not seen
+
+
+# Any of STACK_HEADINGS: a line it finds nothing in is no heading (most of
+# a report's lines), one search instead of one a heading.
+ANY_HEADING = re.compile("|".join(f"(?:{h.pattern})" for h in STACK_HEADINGS))
+
+
+@functools.lru_cache(maxsize=1)
+def heading_needles():
+    """One needle of each of STACK_HEADINGS, or None where one has none."""
+    from . import logtext
+    found = tuple(logtext.needle(h.pattern) for h in STACK_HEADINGS)
+    return None if None in found else found
+
+
+def first_headings(lines):
+    """{index in STACK_HEADINGS: the first line that heading is in}."""
+    first = {}
+    needles = heading_needles()
+    for i, line in enumerate(lines):
+        if has_needle(line, needles) and ANY_HEADING.search(line):
+            for k, h in enumerate(STACK_HEADINGS):
+                if k not in first and h.search(line):
+                    first[k] = i
+            if len(first) == len(STACK_HEADINGS):
+                break
+    return first
 
 
 def title(stem, lines, rule_text, end=None):
