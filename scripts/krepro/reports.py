@@ -28,6 +28,9 @@ PATTERNS_TSV = os.path.join(TOP, "repro", "lib", "kernel-reports.tsv")
 TIMESTAMP = re.compile(r"^\[\s*[0-9]+\.[0-9]+\](\[ *[TC][0-9]+\])?\s?")
 OFFSETS = re.compile(r"\+0x[0-9a-f]+/0x[0-9a-f]+")
 REPORT_END = re.compile(r"^(---\[ end |={20,}$|" + INIT + ")")
+# How each of REPORT_END's alternatives starts: a line that starts
+# otherwise (most) is no end line, and says so at once.
+END_STARTS = ("---[ end ", "=" * 20, INIT)
 TRACE_LINES = 150
 
 
@@ -210,7 +213,6 @@ def crashes_marked(lines, patterns=None, read=None):
     reads."""
     patterns = patterns or load_patterns()
     quick = any_header(patterns)
-    needles = frame_needles()
     cur = None
     for n, line, hit in lines:
         if cur is None and not hit:
@@ -218,7 +220,7 @@ def crashes_marked(lines, patterns=None, read=None):
         if read is not None:
             line = read(n, line)
         if cur is not None and (len(cur["_lines"]) >= TRACE_LINES or
-                                (REPORT_END.match(line) and cur["_lines"])):
+                                (line.startswith(END_STARTS) and REPORT_END.match(line) and cur["_lines"])):
             yield finish(cur, "line" if REPORT_END.match(line) else None)
             cur = None
             if not line.startswith("krepro"):
@@ -226,12 +228,11 @@ def crashes_marked(lines, patterns=None, read=None):
         h = classify_line(line, patterns, quick) if hit else None
         if h is not None:
             if cur is None:
-                cur = {"kind": h[0], "title": h[1], "line": n, "headers": [], "frames": [],
-                       "_reader": TraceReader(), "_lines": [], "_heads": []}
+                cur = {"kind": h[0], "title": h[1], "line": n, "headers": [], "_lines": [], "_heads": []}
             cur["headers"].append([h[0], h[1]])
             cur["_heads"].append((len(cur["_lines"]), h[2], h[3]))
         if cur is not None:
-            feed(cur, line, h is not None, needles)
+            cur["_lines"].append(line)
     if cur is not None:
         yield finish(cur, "log")
 
@@ -245,27 +246,34 @@ def frame_needles():
     return logtext.any_needles(FRAME.pattern)
 
 
-def feed(cur, line, header, needles=None):
-    """One line of a crash, kept for its title, its frames read (needles:
-    frame_needles(), a line with none has no frame)."""
-    cur["_lines"].append(line)
-    cur["_reader"].feed(line, header)
-    for s in needles or ("",):
-        if s in line:
-            break
-    else:
-        return
-    for f in line_frames(line):
-        if f not in cur["frames"]:
-            cur["frames"].append(f)
+def read_frames(lines, heads):
+    """(frames, trace_frames) of a crash's lines, heads the indexes of its
+    header lines: every function the lines name, in order, each once; and
+    the crashing task's reliable frames (TraceReader). Read when the crash
+    ends, each line's frames found once for both, and only while a reader
+    still wants them."""
+    needles = frame_needles() or ("",)
+    reader, found = TraceReader(), {}
+    for i, line in enumerate(lines):
+        for s in needles:
+            if s in line:
+                frames = line_frames(line)
+                break
+        else:
+            frames = ()
+        if reader.state != "after":
+            reader.feed(line, i in heads, frames)
+        for f in frames:
+            found[f] = None
+    return list(found), reader.frames
 
 
 def finish(cur, end=None):
     """The crash's dict, titled by syzkaller's rules from the first header
     that names it (a stem other than "-"). end: what ended the crash, "log"
     (the log's end), "line" (an end line) or None (its length)."""
-    cur["trace_frames"] = cur.pop("_reader").frames
     lines, heads = cur.pop("_lines"), cur.pop("_heads")
+    cur["frames"], cur["trace_frames"] = read_frames(lines, {i for i, _, _ in heads})
     named = next(((i, stem, rule) for i, stem, rule in heads if stem != "-"), None)
     if named is None or named[1] is None:
         title = cur["headers"][named and heads.index(named) or 0][1]
