@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-from . import logtext, reports
+from . import boots, logtext, reports
 from .protocol import CLEAN, REPRODUCED, USAGE
 
 USAGE_LINE = "[--json] [--vmlinux VMLINUX] LOG"
@@ -146,21 +146,46 @@ def crash_text(buf, crash):
 
 
 def reports_of(f, decoder=None):
-    """(crash dict, [{function, source}]) for every report in the log f."""
+    """(crash dict, [{function, source}]) for every report in the log f that
+    is the kernel's (boots.py): none in what firmware and boot loaders print
+    before the kernel's banner or after a kernel's end. A report before the
+    first banner waits until it is known whose it is."""
+    tracker = boots.Boots()
+    held = []
+    for crash, trace in all_reports(f, tracker, decoder):
+        if tracker.resolved == "firmware":
+            held = []
+        owner = tracker.owner(crash["line"])
+        if owner == "unknown":
+            held.append((crash, trace))
+            continue
+        yield from held
+        held = []
+        if owner == "kernel":
+            yield crash, trace
+    if tracker.resolved != "firmware":
+        yield from held
+
+
+def all_reports(f, tracker, decoder=None):
+    """(crash dict, [{function, source}]) for every report in the log f,
+    each line read also given to tracker (a boots.Boots)."""
     buf = collections.deque(maxlen=reports.TRACE_LINES + 2)
     patterns = reports.load_patterns()
     # A report's lines are each header and the lines after it, the most
-    # crashes_stream() reads of one: the rest of the log is passed over.
+    # crashes_stream() reads of one: the rest of the log is passed over. A
+    # banner or a kernel's end is read wherever it is, alone.
     wanted = logtext.needles(patterns)
 
     def read(n, raw):
         # Only the lines the classifier reads are unwrapped and kept: a
         # crash's lines, from its header on, are all of them.
         line = logtext.unwrap(raw)
+        tracker.line(n, raw, line)
         buf.append((n, line))
         return logtext.undecoded(line)
 
-    marked = logtext.marked_lines(f, wanted, reports.TRACE_LINES + 1)
+    marked = logtext.marked_lines(f, wanted, reports.TRACE_LINES + 1, first=True, alone=boots.NEEDLES)
     for crash in reports.crashes_marked(marked, patterns, read):
         text = crash_text(buf, crash)
         known = logtext.sources_of(text)

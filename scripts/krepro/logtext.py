@@ -298,11 +298,13 @@ def report_lines(f, needles, after, block_size=BLOCK):
         yield n, line
 
 
-def marked_lines(f, needles, after, block_size=BLOCK):
+def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=()):
     """report_lines() as (number, line, hit): hit says the line holds one of
     needles, so it can be a report's header (reports.crashes_marked());
     the others can only be inside a report. needles None: every line, each
-    a hit."""
+    a hit. alone: needles that make a line a hit without the lines after
+    it; first: the log's first line is such a hit too (boots.py: a banner
+    and whose a log is are told by one line each)."""
     if needles is None:
         for n, line in file_lines(f):
             yield n, line, True
@@ -327,8 +329,11 @@ def marked_lines(f, needles, after, block_size=BLOCK):
                     if not rest or rest.endswith("\n"):
                         break
         hits = sorted(p for s in needles for p in _all(block, s))
+        single = sorted(p for s in alone for p in _all(block, s))
+        if first and n == 0 and block:
+            single.insert(0, 0)
         other_ends = any(c in block for c in OTHER_ENDS)
-        if not hits and not left:
+        if not hits and not single and not left:
             # Nothing to read here: only its lines counted.
             n += len(block.splitlines()) if other_ends else block.count("\n")
             if not data:
@@ -336,23 +341,35 @@ def marked_lines(f, needles, after, block_size=BLOCK):
                 return
             continue
         lines = block.splitlines()
-        hit_lines = _hit_lines(block, lines, hits, needles, other_ends)
-        # Each hit opens a window of itself and `after` lines; `left` is
-        # what remains of the last one, carried across blocks.
-        i, hit = 0, False
-        for h in hit_lines + [len(lines)]:
-            end = min(h, i + left)
-            if i < end:
-                yield n + i + 1, lines[i][:reports.MAX_LINE], hit
-            for j in range(i + 1, end):
-                yield n + j + 1, lines[j][:reports.MAX_LINE], False
-            left -= end - i
-            i, hit = h, True
-            if h < len(lines):
-                left = after + 1
+        # Each hit opens a window of itself and `after` lines (one line, a
+        # hit of alone); `left` is what remains of the last one, carried
+        # across blocks.
+        opens = sorted([(h, after + 1) for h in _hit_lines(block, lines, hits, needles, other_ends)]
+                       + [(h, 1) for h in _hit_lines(block, lines, single, alone, other_ends)])
+        if first and n == 0 and lines and (not opens or opens[0][0] != 0):
+            opens.insert(0, (0, 1))
+        left = yield from _windows(lines, n, opens, left)
         n += len(lines)
         if not data:
             return
+
+
+def _windows(lines, n, opens, left):
+    """The lines of a block (numbered from n + 1) in the windows opens
+    [(line index, length)] open, the first `left` lines too (what is left
+    of one open before): (number, line, hit). Returns what is left of the
+    last window."""
+    i, hit = 0, False
+    for h, size in opens + [(len(lines), 0)]:
+        end = min(h, i + left)
+        if i < end:
+            yield n + i + 1, lines[i][:reports.MAX_LINE], hit
+        for j in range(i + 1, end):
+            yield n + j + 1, lines[j][:reports.MAX_LINE], False
+        left -= end - i
+        i, hit = h, True
+        left = max(left, size)
+    return left
 
 
 def _reader(f, size):
