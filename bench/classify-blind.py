@@ -3,8 +3,12 @@
 suites, each log with the verdict that project's own tests expect; run once,
 after all tuning (none of these logs was looked at while tuning).
 
-usage: bench/classify-blind.py [--logspec DIR] [--lava DIR]
-           [--record FILE --commit HASH --machine TEXT --sources TEXT]
+usage: bench/classify-blind.py [--logspec DIR] [--lava DIR] [--reader run|classify]
+           [--record FILE --commit HASH --machine TEXT --sources TEXT] [--what TEXT]
+
+--reader: the guest run's reader (reports.crashes(), the default) or the
+  classify command's (classify.reports_of(): a log as a user has it, and no
+  report in what firmware prints before the kernel's banner).
 
 --logspec DIR: a checkout of kernelci/logspec. Its tests/test_linux_boot.py,
   test_baseline.py and test_kselftest.py list, for each log under
@@ -31,6 +35,7 @@ either project is committed here: the record holds figures and log names.
 import ast
 import datetime
 import glob
+import io
 import json
 import os
 import re
@@ -38,7 +43,7 @@ import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import reports  # noqa: E402
+from krepro import classify, reports  # noqa: E402
 from krepro.usage import Parser  # noqa: E402
 
 KERNEL_TYPES = {"linux.kernel.bug": "BUG", "linux.kernel.panic": "PANIC",
@@ -101,9 +106,16 @@ def lava_cases(top):
                 yield "lava", os.path.join(here, log), want, kind
 
 
-def judge(src, path, want, kind):
+def crashes(text, reader):
+    """The crashes krepro finds in a log, by the run's reader or classify's."""
+    if reader == "classify":
+        return [c for c, _ in classify.reports_of(io.StringIO(text))]
+    return reports.crashes(text)
+
+
+def judge(src, path, want, kind, reader="run"):
     with open(path, encoding="utf-8", errors="replace") as f:
-        cs = reports.crashes(f.read())
+        cs = crashes(f.read(), reader)
     got = cs[0]["culprit"] if cs else None
     if kind == "PANIC":
         agrees = any(k == "PANIC" for c in cs for k, _ in c["headers"])
@@ -137,11 +149,14 @@ def main(argv):
     p.add_argument("--commit", default=None, help="the krepro commit measured")
     p.add_argument("--machine", default="", help="the machine it ran on")
     p.add_argument("--sources", default="", help="the two projects' commits")
+    p.add_argument("--reader", choices=("run", "classify"), default="run",
+                   help="the guest run's reader (default) or the classify command's")
+    p.add_argument("--what", help="the record's what (default: a first, blind run's)")
     a = p.parse_args(argv)
     cases = (list(logspec_cases(a.logspec)) if a.logspec else []) + (list(lava_cases(a.lava)) if a.lava else [])
     if not cases:
         p.error("give --logspec, --lava or both")
-    rows = [judge(*c) for c in cases]
+    rows = [judge(*c, a.reader) for c in cases]
     raw = [f"{r['set']:<8} {r['log']:<40} want {str(r['want']):<5} {r['kind'] or '-':<8} "
            f"krepro {r['reports']} report(s), first {r['first']!r}, kind agrees {r['kind agrees']}"
            for r in rows]
@@ -155,10 +170,10 @@ def main(argv):
     if a.record:
         every = out["all"]
         rec = {"kind": "classify-blind", "date": datetime.date.today().isoformat(),
-               "what": "bench/classify-blind.py: krepro's classifier on the console logs of kernelci/logspec's "
-                       "and Linaro/lava's own tests, against the verdicts those tests expect; run once after "
-                       "all tuning, none of the logs looked at before",
-               "machine": a.machine, "commit": a.commit, "sources": a.sources,
+               "what": a.what or "bench/classify-blind.py: krepro's classifier on the console logs of "
+                       "kernelci/logspec's and Linaro/lava's own tests, against the verdicts those tests "
+                       "expect; run once after all tuning, none of the logs looked at before",
+               "machine": a.machine, "commit": a.commit, "sources": a.sources, "reader": a.reader,
                "figures": {f"blind: {k}": every[k]["text"]
                            for k in ("report found", "no report, none found", "first kind agrees")},
                "parts": out, "raw": "\n".join(raw)}

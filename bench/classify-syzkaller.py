@@ -3,7 +3,7 @@
 syzkaller's own expected titles.
 
 usage: bench/classify-syzkaller.py TESTDATA_DIR [--mismatches] [--part all|tune|held]
-           [--record FILE --syzkaller-commit HASH --commit HASH --machine TEXT]
+           [--reader run|classify] [--record FILE --syzkaller-commit HASH --commit HASH --machine TEXT]
 
 TESTDATA_DIR is syzkaller's pkg/report/testdata/linux/report (a checkout of
 google/syzkaller; nothing of it is committed here). Each file there is a
@@ -17,10 +17,12 @@ krepro wrongly calls corrupted (the one figure where less is better). The held-b
 before any tuning) is reported apart: those figures are the ones that count.
 The arch is inferred from the log (arm64 "pc : ", ARM "PC is at", else x86_64).
 --record writes the figures (no log text) as a bench/records JSON record:
-"figures" holds the held-back part's six, "parts" every part's.
+"figures" holds the held-back part's six, "parts" every part's. --reader: the guest run's reader (reports.crashes(), the
+default) or the classify command's (classify.reports_of()).
 """
 import collections
 import datetime
+import io
 import json
 import os
 import re
@@ -28,7 +30,7 @@ import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import reports  # noqa: E402
+from krepro import classify, reports  # noqa: E402
 from krepro.usage import Parser  # noqa: E402
 
 HELD_BACK_EVERY = 5
@@ -63,10 +65,18 @@ def stem(title):
     return title.split(" in ")[0] if title else None
 
 
-def judge(path):
+def first_crash(log, reader):
+    """The first crash krepro finds in a log, by the run's reader or
+    classify's, or None."""
+    if reader == "classify":
+        return next((c for c, _ in classify.reports_of(io.StringIO(log))), None)
+    return next(iter(reports.crashes(log)), None)
+
+
+def judge(path, reader="run"):
     fields, log = read_case(path)
     want = (fields.get("TITLE") or [None])[0]
-    first = next(iter(reports.crashes(log)), None)
+    first = first_crash(log, reader)
     got = first["culprit"] if first else None
     said = bool(first and first.get("corrupted"))
     corrupted = fields.get("CORRUPTED") == ["Y"]
@@ -110,6 +120,7 @@ def write_record(a, out, raw):
            "what": "bench/classify-syzkaller.py: krepro's title of each of syzkaller's Linux parser "
                    "test logs (pkg/report/testdata/linux/report) against the title syzkaller expects",
            "machine": a.machine, "commit": a.commit, "syzkaller_commit": a.syzkaller_commit,
+           "reader": a.reader,
            "files": out["all"]["files"],
            "held_back": f"{held['files']} files, those whose number is divisible by {HELD_BACK_EVERY}, "
                         "chosen before any tuning; none of their mismatches was looked at while "
@@ -133,9 +144,11 @@ def main(argv):
     p.add_argument("--syzkaller-commit", default="", help="the syzkaller commit the data is from")
     p.add_argument("--commit", default=None, help="the krepro commit measured")
     p.add_argument("--machine", default="", help="the machine it ran on")
+    p.add_argument("--reader", choices=("run", "classify"), default="run",
+                   help="the guest run's reader (default) or the classify command's")
     a = p.parse_args(argv)
     names = sorted((n for n in os.listdir(a.testdata) if n.isdigit()), key=int)
-    rows = [judge(os.path.join(a.testdata, n)) for n in names]
+    rows = [judge(os.path.join(a.testdata, n), a.reader) for n in names]
     held = [r for r in rows if int(r["file"]) % HELD_BACK_EVERY == 0]
     tune = [r for r in rows if int(r["file"]) % HELD_BACK_EVERY != 0]
     out = {"held back": figures(held), "tuned on": figures(tune), "all": figures(rows)}
