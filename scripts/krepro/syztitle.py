@@ -37,6 +37,7 @@ import functools
 import itertools
 import re
 
+from . import gated
 from .rustname import demangle
 
 
@@ -227,15 +228,15 @@ def frames_of(lines, plan, skipped):
             if "should_fail" in line and INJECTED.match(line):
                 return frames, False
             if step != "stack":
-                m = step_search(step, line)
+                m = gated.search(STEPS[step], line)
                 if m:
                     take(m)
                     i -= step == "calls" and bool(ARM_ENTRY.match(line))   # the trace's first entry
                     break
                 continue
-            if stack_starts(line):
+            if gated.search(STACK_START, line):
                 break
-            m = step_search(plan[s], line) if nxt else None
+            m = gated.search(nxt, line) if nxt else None
             if m:
                 take(m)
                 s += 1
@@ -244,39 +245,6 @@ def frames_of(lines, plan, skipped):
             if m:
                 take(m)
     return frames, True
-
-
-def stack_starts(line):
-    """STACK_START.search(line), asked only of a line holding one of its
-    needles (most lines of a stack hold none)."""
-    return has_needle(line, needles_of(STACK_START.pattern)) and STACK_START.search(line) is not None
-
-
-def step_search(step, line):
-    """STEPS[step].search(line), None at once for a line with none of the
-    step's needles."""
-    regex = STEPS[step]
-    return regex.search(line) if has_needle(line, needles_of(regex.pattern)) else None
-
-
-def has_needle(line, needles):
-    """Whether line holds one of needles (None: no needles, it may)."""
-    if needles is None:
-        return True
-    for s in needles:
-        if s in line:
-            return True
-    return False
-
-
-@functools.lru_cache(maxsize=64)
-def needles_of(pattern):
-    """One needle of each top-level alternative of a regex (a line it
-    finds something in holds one), or None when some has none. logtext
-    imports reports, which imports this module: imported at first use."""
-    from . import logtext
-    found = logtext.any_needles(pattern)
-    return None if found is None else tuple(found)
 
 
 def hung_function(frames):
@@ -366,23 +334,16 @@ def stack_missing(lines, end=None):
 
 # Any of STACK_HEADINGS: a line it finds nothing in is no heading (most of
 # a report's lines), one search instead of one a heading.
-ANY_HEADING = re.compile("|".join(f"(?:{h.pattern})" for h in STACK_HEADINGS))
-
-
-@functools.lru_cache(maxsize=1)
-def heading_needles():
-    """One needle of each of STACK_HEADINGS, or None where one has none."""
-    from . import logtext
-    found = tuple(logtext.needle(h.pattern) for h in STACK_HEADINGS)
-    return None if None in found else found
+HEADING_PATTERNS = tuple(h.pattern for h in STACK_HEADINGS)
+ANY_HEADING = re.compile("|".join(f"(?:{p})" for p in HEADING_PATTERNS))
 
 
 def first_headings(lines):
     """{index in STACK_HEADINGS: the first line that heading is in}."""
     first = {}
-    needles = heading_needles()
+    needles = gated.each_needle(HEADING_PATTERNS)
     for i, line in enumerate(lines):
-        if has_needle(line, needles) and ANY_HEADING.search(line):
+        if gated.has_needle(line, needles) and ANY_HEADING.search(line):
             for k, h in enumerate(STACK_HEADINGS):
                 if k not in first and h.search(line):
                     first[k] = i
