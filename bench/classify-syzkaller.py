@@ -3,22 +3,26 @@
 syzkaller's own expected titles.
 
 usage: bench/classify-syzkaller.py TESTDATA_DIR [--mismatches] [--part all|tune|held]
-           [--record FILE --syzkaller-commit HASH --commit HASH --machine TEXT]
+           [--reader run|classify] [--record FILE --syzkaller-commit HASH --commit HASH --machine TEXT]
 
 TESTDATA_DIR is syzkaller's pkg/report/testdata/linux/report (a checkout of
 google/syzkaller; nothing of it is committed here). Each file there is a
 console log after a header ("TITLE: ...", "CORRUPTED: Y", ... then a blank
-line); a file without TITLE expects no report. Four figures: logs with a
+line); a file without TITLE expects no report. Six figures: logs with a
 report where krepro finds one; logs without where it finds none; the first
 report's stem equal (the title without its " in FUNCTION"); the whole title
-equal. The held-back part (files whose number is divisible by 5, chosen
+equal; of the logs whose header says "CORRUPTED: Y", those whose first
+report krepro calls corrupted too; of the other logs with a report, those
+krepro wrongly calls corrupted (the one figure where less is better). The held-back part (files whose number is divisible by 5, chosen
 before any tuning) is reported apart: those figures are the ones that count.
 The arch is inferred from the log (arm64 "pc : ", ARM "PC is at", else x86_64).
 --record writes the figures (no log text) as a bench/records JSON record:
-"figures" holds the held-back part's four, "parts" every part's.
+"figures" holds the held-back part's six, "parts" every part's. --reader: the guest run's reader (reports.crashes(), the
+default) or the classify command's (classify.reports_of()).
 """
 import collections
 import datetime
+import io
 import json
 import os
 import re
@@ -26,7 +30,7 @@ import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import reports  # noqa: E402
+from krepro import classify, reports  # noqa: E402
 from krepro.usage import Parser  # noqa: E402
 
 HELD_BACK_EVERY = 5
@@ -61,12 +65,25 @@ def stem(title):
     return title.split(" in ")[0] if title else None
 
 
-def judge(path):
+def first_crash(log, reader):
+    """The first crash krepro finds in a log, by the run's reader or
+    classify's, or None."""
+    if reader == "classify":
+        return next((c for c, _ in classify.reports_of(io.StringIO(log))), None)
+    return next(iter(reports.crashes(log)), None)
+
+
+def judge(path, reader="run"):
     fields, log = read_case(path)
     want = (fields.get("TITLE") or [None])[0]
-    got = reports.syzkaller_title(log)
+    first = first_crash(log, reader)
+    got = first["culprit"] if first else None
+    said = bool(first and first.get("corrupted"))
+    corrupted = fields.get("CORRUPTED") == ["Y"]
     return {"file": os.path.basename(path), "arch": arch_of(log), "want": want, "got": got,
-            "corrupted": fields.get("CORRUPTED") == ["Y"],
+            "corrupted": corrupted, "said corrupted": said,
+            "corrupted too": bool(want) and corrupted and said,
+            "wrongly corrupted": bool(want) and not corrupted and said,
             "found": bool(want) and bool(got), "clean": not want and not got,
             "stem": bool(want) and stem(got) == stem(want),
             "title": bool(want) and got == want}
@@ -79,9 +96,13 @@ def figures(rows):
     def share(sub, key):
         n = sum(r[key] for r in sub)
         return {"n": n, "of": len(sub), "percent": round(100 * n / len(sub), 1) if sub else None}
+    broken = [r for r in with_r if r["corrupted"]]
+    whole = [r for r in with_r if not r["corrupted"]]
     return {"files": len(rows), "report found": share(with_r, "found"),
             "no report, none found": share(without, "clean"),
-            "stem equal": share(with_r, "stem"), "title equal": share(with_r, "title")}
+            "stem equal": share(with_r, "stem"), "title equal": share(with_r, "title"),
+            "corrupted, said so": share(broken, "corrupted too"),
+            "not corrupted, said so": share(whole, "wrongly corrupted")}
 
 
 def share_text(v):
@@ -99,6 +120,7 @@ def write_record(a, out, raw):
            "what": "bench/classify-syzkaller.py: krepro's title of each of syzkaller's Linux parser "
                    "test logs (pkg/report/testdata/linux/report) against the title syzkaller expects",
            "machine": a.machine, "commit": a.commit, "syzkaller_commit": a.syzkaller_commit,
+           "reader": a.reader,
            "files": out["all"]["files"],
            "held_back": f"{held['files']} files, those whose number is divisible by {HELD_BACK_EVERY}, "
                         "chosen before any tuning; none of their mismatches was looked at while "
@@ -122,9 +144,11 @@ def main(argv):
     p.add_argument("--syzkaller-commit", default="", help="the syzkaller commit the data is from")
     p.add_argument("--commit", default=None, help="the krepro commit measured")
     p.add_argument("--machine", default="", help="the machine it ran on")
+    p.add_argument("--reader", choices=("run", "classify"), default="run",
+                   help="the guest run's reader (default) or the classify command's")
     a = p.parse_args(argv)
     names = sorted((n for n in os.listdir(a.testdata) if n.isdigit()), key=int)
-    rows = [judge(os.path.join(a.testdata, n)) for n in names]
+    rows = [judge(os.path.join(a.testdata, n), a.reader) for n in names]
     held = [r for r in rows if int(r["file"]) % HELD_BACK_EVERY == 0]
     tune = [r for r in rows if int(r["file"]) % HELD_BACK_EVERY != 0]
     out = {"held back": figures(held), "tuned on": figures(tune), "all": figures(rows)}
@@ -136,8 +160,11 @@ def main(argv):
     if a.mismatches:
         pick = {"all": rows, "tune": tune, "held": held}[a.part]
         for r in pick:
-            if r["got"] != r["want"]:
-                print(f"{r['file']:>5} {r['arch']:<7} want {r['want']!r}\n{'':13} got  {r['got']!r}")
+            if r["got"] != r["want"] or r["want"] and r["corrupted"] != r["said corrupted"]:
+                flag = f" (corrupted: header {'Y' if r['corrupted'] else 'N'}, krepro "
+                flag += f"{'Y' if r['said corrupted'] else 'N'})" if r["want"] else ""
+                print(f"{r['file']:>5} {r['arch']:<7} want {r['want']!r}\n{'':13} got  {r['got']!r}"
+                      + (flag if r["corrupted"] != r["said corrupted"] else ""))
     if a.record:
         write_record(a, out, raw)
     return 0

@@ -34,7 +34,8 @@ struct krepro_case {
 struct krepro_signature {
 	/* A kind from column 1 of kernel-reports.tsv (KASAN, KFENCE, KCSAN,
 	 * UBSAN, REFCOUNT, FORTIFY, LIST, ODEBUG, MEMLEAK, BUG, TRAP, GPF,
-	 * OOPS, WARNING, LOCKDEP, HUNG, RCU, NETDEV, PANIC), or "HANG": the
+	 * OOPS, WARNING, LOCKDEP, HUNG, RCU, NETDEV, PANIC, RUST, SYZFAIL,
+	 * REBOOT), or "HANG": the
 	 * guest not finishing in its time limit is this bug. */
 	const char *kind;
 	/* POSIX ERE, also valid Python re, searched in the report's title as

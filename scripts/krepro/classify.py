@@ -4,9 +4,10 @@ shown, and named when it is the bug one of krepro's reproducers reproduces."""
 import collections
 import json
 import os
+import re
 import sys
 
-from . import logtext, reports
+from . import boots, logtext, reports
 from .protocol import CLEAN, REPRODUCED, USAGE
 
 USAGE_LINE = "[--json] [--vmlinux VMLINUX] LOG"
@@ -127,39 +128,67 @@ def vmlinux_arch(path):
     return arch, None
 
 
+# A report's end line, looked for in a crash's lines joined ("^" and "$"
+# at each line's): one search a crash, not one match a line.
+END_IN_TEXT = re.compile(reports.REPORT_END.pattern, re.M)
+
+
 def crash_text(buf, crash):
     """The unwrapped lines of a crash from the lines kept: its first header
     to its end line, at most reports.TRACE_LINES."""
-    out = []
-    for n, line in buf:
-        if n < crash["line"]:
-            continue
-        out.append(line)
-        if len(out) > 1 and reports.REPORT_END.match(line) or len(out) >= reports.TRACE_LINES:
-            break
+    out = [line for n, line in buf if n >= crash["line"]][:reports.TRACE_LINES]
+    if len(out) > 1:
+        joined = "\n".join(out)
+        end = END_IN_TEXT.search(joined, len(out[0]) + 1)
+        if end:
+            out = out[:joined.count("\n", 0, end.start()) + 1]
     return out
 
 
 def reports_of(f, decoder=None):
-    """(crash dict, [{function, source}]) for every report in the log f."""
+    """(crash dict, [{function, source}]) for every report in the log f that
+    is the kernel's (boots.py): none in what firmware and boot loaders print
+    before the kernel's banner or after a kernel's end. A report before the
+    first banner waits until it is known whose it is."""
+    tracker = boots.Boots()
+    held = []
+    for crash, trace in all_reports(f, tracker, decoder):
+        if tracker.resolved == "firmware":
+            held = []
+        owner = tracker.owner(crash["line"])
+        if owner == "unknown":
+            held.append((crash, trace))
+            continue
+        yield from held
+        held = []
+        if owner == "kernel":
+            yield crash, trace
+    if tracker.resolved != "firmware":
+        yield from held
+
+
+def all_reports(f, tracker, decoder=None):
+    """(crash dict, [{function, source}]) for every report in the log f,
+    each line read also given to tracker (a boots.Boots)."""
     buf = collections.deque(maxlen=reports.TRACE_LINES + 2)
     patterns = reports.load_patterns()
     # A report's lines are each header and the lines after it, the most
-    # crashes_stream() reads of one: the rest of the log is passed over.
+    # crashes_stream() reads of one: the rest of the log is passed over. A
+    # banner or a kernel's end is read wherever it is, alone.
     wanted = logtext.needles(patterns)
 
-    def lines():
-        for n, raw in logtext.report_lines(f, wanted, reports.TRACE_LINES + 1):
-            line = logtext.unwrap(raw)
-            buf.append((n, line))
-            yield n, logtext.undecoded(line)
+    def read(n, raw):
+        # Only the lines the classifier reads are unwrapped and kept: a
+        # crash's lines, from its header on, are all of them.
+        line = logtext.unwrap(raw)
+        tracker.line(n, raw, line)
+        buf.append((n, line))
+        return logtext.undecoded(line)
 
-    for crash in reports.crashes_stream(lines(), patterns):
+    marked = logtext.marked_lines(f, wanted, reports.TRACE_LINES + 1, first=True, alone=boots.NEEDLES)
+    for crash in reports.crashes_marked(marked, patterns, read):
         text = crash_text(buf, crash)
-        known = {}
-        for line in text:
-            for fn, src in logtext.sources(line).items():
-                known.setdefault(fn, src)
+        known = logtext.sources_of(text)
         frames = crash.get("trace_frames") or crash.get("frames") or []
         if decoder is not None and any(fn not in known for fn in frames):
             for fn, src in decoder.sources(text).items():

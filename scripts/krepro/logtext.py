@@ -24,6 +24,7 @@ whole. A plain console line is its own unwrap() and plain(), so a log reads
 the same whatever its wrapping.
 """
 import codecs
+import functools
 import io
 import re
 
@@ -53,6 +54,9 @@ _SRC = r"[A-Za-z0-9_./-]+\.[A-Za-z]+:[0-9]+"
 _DISC = r"(?: \(discriminator [0-9]+\))?"
 DECODED = re.compile(rf"([A-Za-z_][A-Za-z0-9_.]*) \(({_SRC}{_DISC}(?: {_SRC}{_DISC})*)\)")
 SRC = re.compile(_SRC)
+# What every source line has (a dot, letters, a colon, a digit), found fast
+# (a literal first): a line without it has no decoded frame to read.
+SRC_HINT = re.compile(r"\.[A-Za-z]+:[0-9]")
 # syzbot's: " name file.c:12 [inline]" (no offset), and
 # " name+0x1c/0x40 file.c:12" (the offset is there: nothing to do).
 INLINE = re.compile(rf"^( *(?:\? )?)([A-Za-z_][A-Za-z0-9_.]*) ({_SRC}) \[inline\]$")
@@ -98,7 +102,7 @@ def sources(line):
     """{function: "file.c:12"} a line names (decoded or syzbot's frames): the
     first source line of each (the outermost of an inline chain is last)."""
     out = {}
-    if ":" not in line:
+    if ":" not in line or not SRC_HINT.search(line):
         return out
     for m in DECODED.finditer(line):
         out.setdefault(m.group(1), SRC.findall(m.group(2))[-1])
@@ -108,6 +112,16 @@ def sources(line):
     for m in SYZ_FRAME.finditer(line):
         out.setdefault(m.group(1), m.group(2))
     return out
+
+
+def sources_of(lines):
+    """sources() of lines, the first source line of a function kept."""
+    found = {}
+    for line in lines:
+        if ":" in line and SRC_HINT.search(line):
+            for f, src in sources(line).items():
+                found.setdefault(f, src)
+    return found
 
 
 def needle(regex):
@@ -130,6 +144,11 @@ def required_runs(regex):
             return None    # a top-level alternation: no one piece
         if c == "\\" and nxt and not nxt.isalnum():
             atom, i = nxt, i + 2
+        elif c == "\\" and nxt:
+            # \s, \d, \b, \1: no one character, so the run ends there.
+            runs.append(cur)
+            cur, i = "", i + 2
+            continue
         elif c in "()[.^$\\{|*+?":
             runs.append(cur)
             cur = ""
@@ -139,6 +158,8 @@ def required_runs(regex):
                 depth -= 1
             elif c == "[":
                 i = regex.index("]", i + 2 if regex[i + 1:i + 2] in ("]", "^") else i + 1)
+            elif c == "{":
+                i = regex.index("}", i)   # a count, {2} or {0,2}: no text
             i += 1
             continue
         else:
@@ -152,6 +173,32 @@ def required_runs(regex):
             cur += atom
     runs.append(cur)
     return [r for r in runs if r]
+
+
+def alternatives(regex):
+    """regex split at its top-level "|"s."""
+    out, depth, start, i = [], 0, 0, 0
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\":
+            i += 1
+        elif c == "[":
+            i = regex.index("]", i + 2 if regex[i + 1:i + 2] in ("]", "^") else i + 1)
+        elif c in "()":
+            depth += 1 if c == "(" else -1
+        elif c == "|" and depth == 0:
+            out.append(regex[start:i])
+            start = i + 1
+        i += 1
+    return out + [regex[start:]]
+
+
+def any_needles(regex):
+    """One needle() for each top-level alternative of regex: a line the
+    regex finds something in holds one of them. None when some alternative
+    has none."""
+    found = [needle(a) for a in alternatives(regex)]
+    return None if None in found else found
 
 
 def file_lines(f):
@@ -189,9 +236,16 @@ def needles(patterns):
     of NEEDLE_MIN characters or more (fewer where the row has no longer run),
     chosen greedily to cover the most rows: each is one find() pass over the
     text. None when some row has no run of 3 characters."""
+    found = _needles(tuple(row[1].pattern for row in patterns))
+    return None if found is None else list(found)
+
+
+@functools.lru_cache(maxsize=4)
+def _needles(sources):
+    """needles() of the rows' regexes: worked out once a table (a tenth of
+    a second), however many logs are read."""
     rows, candidates = [], set()
-    for row in patterns:
-        src = row[1].pattern
+    for src in sources:
         if src.startswith("^(?:") and src.endswith(")"):
             src = src[4:-1]
         runs = required_runs(src) or []
@@ -201,13 +255,21 @@ def needles(patterns):
         least = min(NEEDLE_MIN, longest)
         candidates |= {r[a:b] for r in runs for a in range(len(r)) for b in range(a + least, len(r) + 1)}
         rows.append(runs)
-    covers = {c: {i for i, runs in enumerate(rows) if any(c in r for r in runs)} for c in candidates}
+    # The rows a candidate is in: looked up by each row's pieces (every
+    # candidate has 3 characters or more), not searched for in every row.
+    covers = {c: set() for c in candidates}
+    for i, runs in enumerate(rows):
+        for piece in {r[a:b] for r in runs for a in range(len(r)) for b in range(a + 3, len(r) + 1)}:
+            if piece in covers:
+                covers[piece].add(i)
     chosen, left = [], set(range(len(rows)))
     while left:
-        best = max(covers, key=lambda c: (len(covers[c] & left), len(c), c))
+        best = max(covers, key=lambda c: (len(covers[c]), len(c), c))
         chosen.append(best)
         left -= covers[best]
-    return sorted(chosen)
+        # What is left to cover, all a candidate is still worth.
+        covers = {c: has & left for c, has in covers.items() if not has.isdisjoint(left)}
+    return tuple(sorted(chosen))
 
 
 def _hit_lines(block, lines, hits, needles, other_ends):
@@ -232,8 +294,20 @@ def report_lines(f, needles, after, block_size=BLOCK):
     table); every other line is passed over a block at a time. needles None:
     every line. Numbered as file_lines() numbers them; a line longer than
     reports.MAX_LINE keeps its first MAX_LINE characters."""
+    for n, line, _ in marked_lines(f, needles, after, block_size):
+        yield n, line
+
+
+def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=()):
+    """report_lines() as (number, line, hit): hit says the line holds one of
+    needles, so it can be a report's header (reports.crashes_marked());
+    the others can only be inside a report. needles None: every line, each
+    a hit. alone: needles that make a line a hit without the lines after
+    it; first: the log's first line is such a hit too (boots.py: a banner
+    and whose a log is are told by one line each)."""
     if needles is None:
-        yield from file_lines(f)
+        for n, line in file_lines(f):
+            yield n, line, True
         return
     n, left, carry = 0, 0, ""
     read = _reader(f, block_size)
@@ -255,8 +329,11 @@ def report_lines(f, needles, after, block_size=BLOCK):
                     if not rest or rest.endswith("\n"):
                         break
         hits = sorted(p for s in needles for p in _all(block, s))
+        single = sorted(p for s in alone for p in _all(block, s))
+        if first and n == 0 and block:
+            single.insert(0, 0)
         other_ends = any(c in block for c in OTHER_ENDS)
-        if not hits and not left:
+        if not hits and not single and not left:
             # Nothing to read here: only its lines counted.
             n += len(block.splitlines()) if other_ends else block.count("\n")
             if not data:
@@ -264,21 +341,35 @@ def report_lines(f, needles, after, block_size=BLOCK):
                 return
             continue
         lines = block.splitlines()
-        hit_lines = _hit_lines(block, lines, hits, needles, other_ends)
-        # Each hit opens a window of itself and `after` lines; `left` is
-        # what remains of the last one, carried across blocks.
-        i = 0
-        for h in hit_lines + [len(lines)]:
-            end = min(h, i + left)
-            for j in range(i, end):
-                yield n + j + 1, lines[j][:reports.MAX_LINE]
-            left -= end - i
-            i = h
-            if h < len(lines):
-                left = after + 1
+        # Each hit opens a window of itself and `after` lines (one line, a
+        # hit of alone); `left` is what remains of the last one, carried
+        # across blocks.
+        opens = sorted([(h, after + 1) for h in _hit_lines(block, lines, hits, needles, other_ends)]
+                       + [(h, 1) for h in _hit_lines(block, lines, single, alone, other_ends)])
+        if first and n == 0 and lines and (not opens or opens[0][0] != 0):
+            opens.insert(0, (0, 1))
+        left = yield from _windows(lines, n, opens, left)
         n += len(lines)
         if not data:
             return
+
+
+def _windows(lines, n, opens, left):
+    """The lines of a block (numbered from n + 1) in the windows opens
+    [(line index, length)] open, the first `left` lines too (what is left
+    of one open before): (number, line, hit). Returns what is left of the
+    last window."""
+    i, hit = 0, False
+    for h, size in opens + [(len(lines), 0)]:
+        end = min(h, i + left)
+        if i < end:
+            yield n + i + 1, lines[i][:reports.MAX_LINE], hit
+        for j in range(i + 1, end):
+            yield n + j + 1, lines[j][:reports.MAX_LINE], False
+        left -= end - i
+        i, hit = h, True
+        left = max(left, size)
+    return left
 
 
 def _reader(f, size):

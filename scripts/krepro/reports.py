@@ -12,12 +12,13 @@ finds, e.g. "WARNING: refcount bug in j1939_can_recv" where the title is
 "refcount_t: addition on 0; use-after-free". When a log has several reports
 the first one counts (syzkaller_title()).
 """
+import functools
 import os
 import re
 
 from .paths import TOP
 from . import syztitle
-from .trace import TraceReader, culprit_title, line_frames  # noqa: F401  (culprit_title: API)
+from .trace import FRAME, TraceReader, culprit_title, line_frames  # noqa: F401  (culprit_title: API)
 from .protocol import EXIT_OUTCOME, INIT, INIT_STARTED, RESULT_RE, START_RE
 
 PATTERNS_TSV = os.path.join(TOP, "repro", "lib", "kernel-reports.tsv")
@@ -27,6 +28,9 @@ PATTERNS_TSV = os.path.join(TOP, "repro", "lib", "kernel-reports.tsv")
 TIMESTAMP = re.compile(r"^\[\s*[0-9]+\.[0-9]+\](\[ *[TC][0-9]+\])?\s?")
 OFFSETS = re.compile(r"\+0x[0-9a-f]+/0x[0-9a-f]+")
 REPORT_END = re.compile(r"^(---\[ end |={20,}$|" + INIT + ")")
+# How each of REPORT_END's alternatives starts: a line that starts
+# otherwise (most) is no end line, and says so at once.
+END_STARTS = ("---[ end ", "=" * 20, INIT)
 TRACE_LINES = 150
 
 
@@ -121,6 +125,30 @@ def any_header(patterns):
         return None
 
 
+# A title's group references, \1..\9: Match.expand() parses its template
+# again at each call, half of classify_line()'s time on a header.
+GROUP_REF = re.compile(r"\\([1-9])(?![0-9])")
+
+
+@functools.lru_cache(maxsize=1024)
+def template(text):
+    """text split at its group references (text, group, text, ...), or None
+    when it has another escape (expand() leaves it to Match.expand())."""
+    parts = GROUP_REF.split(text)
+    return None if any("\\" in p for p in parts[::2]) else tuple(parts)
+
+
+def expand(m, text):
+    """m.expand(text), its template parsed once."""
+    parts = template(text)
+    if parts is None:
+        return m.expand(text)
+    out = [parts[0]]
+    for i in range(1, len(parts), 2):
+        out += (m.group(int(parts[i])) or "", parts[i + 1])
+    return "".join(out)
+
+
 def classify_line(line, patterns, quick=None):
     """The report header a console line is (kind, title, stem, culprit
     rule), or None."""
@@ -134,7 +162,7 @@ def classify_line(line, patterns, quick=None):
     for kind, regex, title, stem in patterns:
         m = regex.match(line)
         if m:
-            t, st = (OFFSETS.sub("", m.expand(x)).strip() if x else None for x in (title, stem))
+            t, st = (OFFSETS.sub("", expand(m, x)).strip() if x else None for x in (title, stem))
             return kind, t, st, RULES.get(regex.pattern)
     return None
 
@@ -173,43 +201,79 @@ def crashes_stream(lines, patterns=None):
     each crash yielded once it ends. A crash looks forward only, at most
     TRACE_LINES lines from its first header: what is kept is that one crash,
     however long the log."""
+    yield from crashes_marked(((n, line, True) for n, line in lines), patterns)
+
+
+def crashes_marked(lines, patterns=None, read=None):
+    """crashes_stream() of (line number, line, hit) triples, hit false for a
+    line that cannot be a report's header (logtext.marked_lines(): it has
+    no needle of the table's): such a line is passed over unless a crash is
+    open, and is never classified. read(number, line), when given, makes
+    the line the classifier reads of the one given, only for the lines it
+    reads."""
     patterns = patterns or load_patterns()
     quick = any_header(patterns)
     cur = None
-    for n, line in lines:
+    for n, line, hit in lines:
+        if cur is None and not hit:
+            continue
+        if read is not None:
+            line = read(n, line)
         if cur is not None and (len(cur["_lines"]) >= TRACE_LINES or
-                                (REPORT_END.match(line) and cur["_lines"])):
-            yield finish(cur)
+                                (line.startswith(END_STARTS) and REPORT_END.match(line) and cur["_lines"])):
+            yield finish(cur, "line" if REPORT_END.match(line) else None)
             cur = None
             if not line.startswith("krepro"):
                 continue
-        h = classify_line(line, patterns, quick)
+        h = classify_line(line, patterns, quick) if hit else None
         if h is not None:
             if cur is None:
-                cur = {"kind": h[0], "title": h[1], "line": n, "headers": [], "frames": [],
-                       "_reader": TraceReader(), "_lines": [], "_heads": []}
+                cur = {"kind": h[0], "title": h[1], "line": n, "headers": [], "_lines": [], "_heads": []}
             cur["headers"].append([h[0], h[1]])
             cur["_heads"].append((len(cur["_lines"]), h[2], h[3]))
         if cur is not None:
-            feed(cur, line, h is not None)
+            cur["_lines"].append(line)
     if cur is not None:
-        yield finish(cur)
+        yield finish(cur, "log")
 
 
-def feed(cur, line, header):
-    """One line of a crash, kept for its title, its frames read."""
-    cur["_lines"].append(line)
-    cur["_reader"].feed(line, header)
-    for f in line_frames(line):
-        if f not in cur["frames"]:
-            cur["frames"].append(f)
+@functools.lru_cache(maxsize=1)
+def frame_needles():
+    """What a line with a frame holds (trace.FRAME's alternatives' needles),
+    or None: most lines of a report have no frame, and say so at once.
+    Worked out at first use: logtext imports this module."""
+    from . import logtext
+    return logtext.any_needles(FRAME.pattern)
 
 
-def finish(cur):
+def read_frames(lines, heads):
+    """(frames, trace_frames) of a crash's lines, heads the indexes of its
+    header lines: every function the lines name, in order, each once; and
+    the crashing task's reliable frames (TraceReader). Read when the crash
+    ends, each line's frames found once for both, and only while a reader
+    still wants them."""
+    needles = frame_needles() or ("",)
+    reader, found = TraceReader(), {}
+    for i, line in enumerate(lines):
+        for s in needles:
+            if s in line:
+                frames = line_frames(line)
+                break
+        else:
+            frames = ()
+        if reader.state != "after":
+            reader.feed(line, i in heads, frames)
+        for f in frames:
+            found[f] = None
+    return list(found), reader.frames
+
+
+def finish(cur, end=None):
     """The crash's dict, titled by syzkaller's rules from the first header
-    that names it (a stem other than "-")."""
-    cur["trace_frames"] = cur.pop("_reader").frames
+    that names it (a stem other than "-"). end: what ended the crash, "log"
+    (the log's end), "line" (an end line) or None (its length)."""
     lines, heads = cur.pop("_lines"), cur.pop("_heads")
+    cur["frames"], cur["trace_frames"] = read_frames(lines, {i for i, _, _ in heads})
     named = next(((i, stem, rule) for i, stem, rule in heads if stem != "-"), None)
     if named is None or named[1] is None:
         title = cur["headers"][named and heads.index(named) or 0][1]
@@ -217,7 +281,7 @@ def finish(cur):
                    corrupted=False)
         return cur
     i, stem, rule = named
-    cur.update(syztitle.title(stem, lines[i:], rule))
+    cur.update(syztitle.title(stem, lines[i:], rule, end))
     return cur
 
 
@@ -285,8 +349,10 @@ def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
     """One guest run's outcome: dict with outcome, evidence, signature (the
     report or own evidence that made it FAIL), reports, exit."""
     sigs = meta.signatures
-    reports = crashes(console)
     init_line, mark_line, exit_code = landmarks(console, meta.name)
+    # The boot stub's "Booting the kernel." before init is this boot's own.
+    reports = [r for r in crashes(console)
+               if r["kind"] != "REBOOT" or init_line is not None and r["line"] > init_line]
     before = [r for r in reports if mark_line is None or r["line"] < mark_line]
     after = [r for r in reports if mark_line is not None and r["line"] >= mark_line]
     for r in after:

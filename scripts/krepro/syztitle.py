@@ -24,12 +24,21 @@ lines, each finding the first line that matches it after the previous one:
 
 and modifiers: "access" (needs KASAN's Read/Write line), "need=STEP" (a
 report without that line is titled by its header line), "raw" (skip
-nothing), "skip=RE" (more frames to skip), "hung" and "stall" (syzkaller's
+nothing), "after=TEXT" (put after the function: "WARNING in
+FUNC/usb_submit_urb"), "stem=next" (the stem is the line after the
+header: a Rust panic's message), "nostack" (the report need not show a stack: a stack cut or
+absent does not make it corrupted, stack_missing()), "corrupted" (the line
+is what is left of a report whose header was lost: always corrupted), "skip=RE" (more frames to skip), "hung" and "stall" (syzkaller's
 pickers for hangs and stalls). A report whose rule finds no function is
 "STEM in corrupted", and corrupted, as is one mixed with a fault
 injection's stack.
 """
+import functools
+import itertools
 import re
+
+from . import gated
+from .rustname import demangle
 
 
 # What is never the culprit, searched in a frame's name.
@@ -118,7 +127,21 @@ FRAME_LINE = re.compile(r"^ *(?:\[<[0-9a-f]+>\] ){0,2}([A-Za-z_][A-Za-z0-9_.]*)\
 ARM_ENTRY = re.compile(r"^ *[A-Za-z_][A-Za-z0-9_.]* from [A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+/0x")
 # A line that starts another stack: the one being read ends there.
 STACK_START = re.compile(r"Call [Tt]race|Allocated:|Allocated by task [0-9]+:|Freed:|"
-                         r"Freed by task [0-9]+:|[^k] backtrace( \(crc [0-9a-f]*\))?:|Backtrace:")
+                         r"Freed by task [0-9]+:|[^k] backtrace( \(crc [0-9a-f]*\))?:|Backtrace:|"
+                         r"Uninit was (stored to memory|created) at:|Local variable .* created at:")
+# Each heading a report's stacks start with, apart: a report that has one
+# must show a frame soon after the first line of each (KMSAN's "Uninit was
+# stored" opens one too).
+STACK_HEADINGS = tuple(re.compile(p) for p in (
+    r"Call [Tt]race", r"Allocated:", r"Allocated by task [0-9]+:", r"Freed:",
+    r"Freed by task [0-9]+:", r"[^k] backtrace( \(crc [0-9a-f]*\))?:", r"Backtrace:",
+    r"Uninit was stored to memory at"))
+# How far below its heading a stack's first frame may be, and how many lines
+# a heading needs after it when the log ends there.
+FRAME_WITHIN, LINES_AFTER_HEADING = 15, 2
+# A "? " frame the unwinder is not sure of: syzkaller drops the line from a
+# timestamped report before it reads the report's stacks.
+QUESTIONABLE = re.compile(r"^ *(\[<[0-9a-f]+>\])? \? ")
 # Fault injection's stack, often mixed into a report: the stack is not the report's.
 INJECTED = re.compile(r"^( \[<?(0x)?[0-9a-f]+>?\])? should_fail(slab)?(\.[a-z0-9.]+)?\+0x")
 FUNC = r"([A-Za-z_][A-Za-z0-9_.]*)"
@@ -144,9 +167,13 @@ STEPS = {
 }
 
 
+@functools.lru_cache(maxsize=256)
 def parse_rule(text):
-    """Column 5: {"plans": [[step, ...], ...], "access", "skip", "pick"}."""
-    rule = {"plans": [], "access": False, "skip": None, "pick": None, "raw": False, "need": None}
+    """Column 5: {"plans": [[step, ...], ...], "access", "skip", "pick"}.
+    Parsed once a rule (the table has few): the dict is shared, not to be
+    changed."""
+    rule = {"plans": [], "access": False, "skip": None, "pick": None, "raw": False, "need": None,
+            "nostack": False, "corrupted": False, "after": "", "stem_next": False}
     plan = []
     for word in (text or "trace").split():
         if word == "|":
@@ -156,8 +183,14 @@ def parse_rule(text):
             rule["access"] = True
         elif word == "raw":
             rule["raw"] = True
+        elif word in ("nostack", "corrupted"):
+            rule[word] = True
         elif word.startswith("need="):
             rule["need"] = STEPS[word[5:]]
+        elif word == "stem=next":
+            rule["stem_next"] = True
+        elif word.startswith("after="):
+            rule["after"] = word[6:]
         elif word.startswith("skip="):
             rule["skip"] = re.compile(word[5:])
         elif word in ("hung", "stall"):
@@ -170,8 +203,13 @@ def parse_rule(text):
     return rule
 
 
+# A log names the same frames over and over: each name's answers are
+# worked out once (bounded: a long log of garbage holds many names).
+@functools.lru_cache(maxsize=8192)
 def canonical(frame):
     name = SUFFIX.sub("", frame)
+    if name.startswith("_R"):
+        return demangle(name)   # a Rust frame, named by its path
     return WRAPPER.sub("", name, count=1) or name
 
 
@@ -187,23 +225,23 @@ def frames_of(lines, plan, skipped):
         nxt = STEPS.get(plan[s]) if step == "stack" and s < len(plan) else None
         while i < len(lines):
             line, i = lines[i], i + 1
-            if INJECTED.match(line):
+            if "should_fail" in line and INJECTED.match(line):
                 return frames, False
             if step != "stack":
-                m = STEPS[step].search(line)
+                m = gated.search(STEPS[step], line)
                 if m:
                     take(m)
                     i -= step == "calls" and bool(ARM_ENTRY.match(line))   # the trace's first entry
                     break
                 continue
-            if STACK_START.search(line):
+            if gated.search(STACK_START, line):
                 break
-            m = nxt.search(line) if nxt else None
+            m = gated.search(nxt, line) if nxt else None
             if m:
                 take(m)
                 s += 1
                 break
-            m = FRAME_LINE.match(line)
+            m = FRAME_LINE.match(line) if "+0x" in line else None
             if m:
                 take(m)
     return frames, True
@@ -228,12 +266,18 @@ def stall_function(frames):
     return None
 
 
+@functools.lru_cache(maxsize=8192)
+def machinery(frame):
+    """Whether SKIP finds the frame name (never a culprit)."""
+    return SKIP.search(frame) is not None
+
+
 def culprit(lines, rule):
     """(function or None, clean): the crash's culprit function by its rule."""
     def skipped(f):
         if rule["raw"]:
             return False
-        return bool(SKIP.search(f) or rule["skip"] and rule["skip"].search(f))
+        return bool(machinery(f) or rule["skip"] and rule["skip"].search(f))
     func, clean = None, True
     for plan in rule["plans"]:
         frames, clean = frames_of(lines, plan, skipped)
@@ -258,11 +302,63 @@ def access(lines):
     return None
 
 
-def title(stem, lines, rule_text):
+def stack_missing(lines, end=None):
+    """Whether a report's stacks are cut or absent: a heading with no frame
+    within FRAME_WITHIN lines (before the next heading), a heading the log
+    ends right after (end "log"), or, in a report that ended (end "log" or
+    "line", not cut at its length), no stack with a frame at all. Each kind
+    of heading counts at its first line only, as syzkaller reads it."""
+    first = first_headings(lines)
+    seen = False
+    for k in range(len(STACK_HEADINGS)):
+        i = first.get(k)
+        if i is None:
+            continue
+        # The lines after the heading, "? " frames left out: no more are
+        # read than the checks below need.
+        after = list(itertools.islice((line for line in itertools.islice(lines, i + 1, None)
+                                       if not QUESTIONABLE.match(line)),
+                                      max(FRAME_WITHIN, LINES_AFTER_HEADING)))
+        if end == "log" and len(after) < LINES_AFTER_HEADING:
+            return True
+        for line in after[:FRAME_WITHIN]:
+            if ANY_HEADING.search(line):
+                return True
+            if "(stack is not available)" in line or "+0x" in line and FRAME_LINE.match(line):
+                seen = True
+                break
+        else:
+            return True
+    return end is not None and not seen
+
+
+# Any of STACK_HEADINGS: a line it finds nothing in is no heading (most of
+# a report's lines), one search instead of one a heading.
+HEADING_PATTERNS = tuple(h.pattern for h in STACK_HEADINGS)
+ANY_HEADING = re.compile("|".join(f"(?:{p})" for p in HEADING_PATTERNS))
+
+
+def first_headings(lines):
+    """{index in STACK_HEADINGS: the first line that heading is in}."""
+    first = {}
+    needles = gated.each_needle(HEADING_PATTERNS)
+    for i, line in enumerate(lines):
+        if gated.has_needle(line, needles) and ANY_HEADING.search(line):
+            for k, h in enumerate(STACK_HEADINGS):
+                if k not in first and h.search(line):
+                    first[k] = i
+            if len(first) == len(STACK_HEADINGS):
+                break
+    return first
+
+
+def title(stem, lines, rule_text, end=None):
     """dict: culprit (the title), stem, access, function, corrupted. A
     report without what its rule needs (KASAN's access line, lockdep's "is
     trying to acquire") is titled by its header line, and corrupted."""
     rule = parse_rule(rule_text)
+    if rule["stem_next"] and len(lines) > 1 and lines[1].strip():
+        stem = lines[1].strip()   # a Rust panic's message, the line after its header
     acc = access(lines) if rule["access"] else None
     if rule["access"] and not acc or rule["need"] and not any(map(rule["need"].search, lines)):
         line = lines[0].lstrip()
@@ -272,10 +368,13 @@ def title(stem, lines, rule_text):
     stem = f"{stem} {acc}" if acc else stem
     if rule["plans"] == [["none"]]:
         return {"culprit": sanitize(stem), "stem": stem, "access": acc, "function": None,
-                "corrupted": False}
+                "corrupted": rule["corrupted"] or not rule["nostack"] and stack_missing(lines, end)}
     func, clean = culprit(lines, rule)
-    return {"culprit": sanitize(f"{stem} in {func or 'corrupted'}"), "stem": stem, "access": acc,
-            "function": func, "corrupted": not func or not clean}
+    name = f"{func or 'corrupted'}{rule['after']}"
+    return {"culprit": sanitize(f"{stem} in {name}"), "stem": stem, "access": acc,
+            "function": func,
+            "corrupted": not func or not clean or rule["corrupted"] or
+            not rule["nostack"] and stack_missing(lines, end)}
 
 
 # What varies between two logs of one bug is not part of its title:

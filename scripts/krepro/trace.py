@@ -14,7 +14,8 @@ FRAME = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\+0x[0-9a-f]+/0x[0-9a-f]+"
 
 def line_frames(line):
     """The functions a console line names as trace frames, in order."""
-    return [next(g for g in m.groups() if g) for m in FRAME.finditer(line)]
+    # Each group, when it took part, holds a name: the first that did is it.
+    return [m[1] or m[2] or m[3] for m in FRAME.finditer(line)]
 
 
 # The reporting machinery: functions that print, check, trap, lock, wait,
@@ -129,10 +130,14 @@ class TraceReader:
     (TRACE_CLOSE, or the next report header). "? " frames are left out."""
 
     def __init__(self):
-        self.frames, self.state = [], "before"
+        self.frames, self.state, self.seen = [], "before", set()
 
-    def feed(self, line, header):
-        if self.state == "before" and ARM_ENTRY.match(line):
+    def feed(self, line, header, frames=None):
+        """One line of the report; frames: line_frames(line), when the
+        caller has them."""
+        if self.state == "after":
+            return   # the trace has ended: nothing more is read
+        if self.state == "before" and " from " in line and ARM_ENTRY.match(line):
             self.state = "in"
         if self.state == "in" and (header or TRACE_CLOSE.match(line)):
             self.state = "after"
@@ -140,7 +145,11 @@ class TraceReader:
             self.state = "in"
         elif self.state == "in" and not UNRELIABLE.match(line) or \
                 self.state == "before" and CRASH_SITE.match(line):
-            self.frames += [f for f in line_frames(line) if f not in self.frames]
+            if frames is None:
+                frames = line_frames(line)
+            new = [f for f in frames if f not in self.seen]
+            self.frames += new
+            self.seen.update(new)
 
 
 def culprit_function(frames):

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""syzkaller's rules the classifier follows beyond a report's title: when a
+report is corrupted (its stacks cut, interleaved or missing; a line left of
+a report whose header was lost), KMSAN's culprit, usb_submit_urb's WARNING
+title, SYZFAIL, an unexpected reboot and Rust panics. Every log here is
+written for these tests in the kernel's report formats."""
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
+from krepro import reports, rustname  # noqa: E402
+from krepro.meta import Reproducer  # noqa: E402
+
+GPF = "general protection fault, probably for non-canonical address 0xdffffc0000000001: 0000 [#1]\n" \
+      "RIP: 0010:victim_fn+0x1/0x2\nRSP: 0018:ffffc90000a0f8e8 EFLAGS: 00010246\n"
+FRAMES = " victim_fn+0x1/0x2\n caller_fn+0x1/0x2\n do_syscall_64+0x1/0x2\n"
+END = "---[ end trace 0000000000000000 ]---\n"
+
+
+def first(log):
+    return reports.crashes(log)[0]
+
+
+def verdict(log):
+    c = first(log)
+    return c["culprit"], c["corrupted"]
+
+
+class Corrupted(unittest.TestCase):
+    def test_a_whole_stack_is_not_corrupted(self):
+        self.assertEqual(verdict(GPF + "Call Trace:\n <TASK>\n" + FRAMES + " </TASK>\n" + END),
+                         ("general protection fault in victim_fn", False))
+
+    def test_unsure_frames_do_not_count(self):
+        # syzkaller drops the "? " lines of a timestamped report: the frames
+        # after 20 of them are still soon enough after the heading; 16 lines
+        # of registers are not.
+        unsure = "".join(f" ? noise_{i}+0x1/0x2\n" for i in range(20))
+        self.assertEqual(verdict(GPF + "Call Trace:\n" + unsure + FRAMES + END)[1], False)
+        self.assertEqual(verdict(GPF + "Call Trace:\n" + "R10: 0\n" * 16 + FRAMES + END),
+                         ("general protection fault in victim_fn", True))
+
+    def test_a_log_that_ends_at_the_heading(self):
+        self.assertEqual(verdict(GPF + "Call Trace:\n victim_fn+0x1/0x2\n"),
+                         ("general protection fault in victim_fn", True))
+        self.assertEqual(verdict(GPF + "Call Trace:\n victim_fn+0x1/0x2\n caller_fn+0x1/0x2\n"),
+                         ("general protection fault in victim_fn", False))
+
+    def test_no_stack_at_all(self):
+        c = first("kernel BUG at fs/x.c:10!\ninvalid opcode: 0000 [#1] SMP\nRIP: 0010:x_fn+0x1/0x2\n" + END)
+        self.assertEqual((c["culprit"], c["corrupted"]), ("kernel BUG in x_fn", True))
+        # Cut at its length, the report's stack may come after: not decided.
+        regs = "".join(f"R{i % 16}: 0000000000000000\n" for i in range(reports.TRACE_LINES))
+        c = first("kernel BUG at fs/x.c:10!\nRIP: 0010:x_fn+0x1/0x2\n" + regs + FRAMES)
+        self.assertEqual((c["culprit"], c["corrupted"]), ("kernel BUG in x_fn", False))
+
+    def test_a_stack_heading_right_after_another(self):
+        log = ("BUG: KASAN: use-after-free in victim_fn+0x1/0x2\nRead of size 8 at addr ffff8880 by task t/1\n"
+               "Call Trace:\n" + FRAMES + "\nAllocated by task 1:\nFreed by task 1:\n kfree+0x1/0x2\n"
+               + "=" * 66 + "\n")
+        self.assertEqual(verdict(log), ("KASAN: use-after-free Read in victim_fn", True))
+        whole = log.replace("Allocated by task 1:\n", "Allocated by task 1:\n kmalloc+0x1/0x2\n\n")
+        self.assertEqual(verdict(whole), ("KASAN: use-after-free Read in victim_fn", False))
+
+    def test_a_report_that_needs_no_stack(self):
+        log = "BUG: workqueue lockup - pool cpus=0 node=0 flags=0x0 nice=0 stuck for 40s!\n" + END
+        self.assertEqual(verdict(log), ("BUG: workqueue lockup", False))
+
+    def test_what_is_left_of_a_lost_report(self):
+        for line, title in (("Kernel panic - not syncing: Fatal exception", "kernel panic: Fatal exception"),
+                            ("Kernel panic - not syncing: panic_on_warn set ...", "kernel panic: panic_on_warn set"),
+                            ("INFO: Freed in free_fn+0x1/0x2 age=3 cpu=0 pid=7", "INFO: Freed in free_fn age=NUM cpu=NUM pid=NUM"),
+                            ("BUG: unable to handle kernel", "BUG: unable to handle kernel"),
+                            ("BUG:", "BUG: corrupted"), ("WARNING:", "WARNING: corrupted")):
+            with self.subTest(line):
+                self.assertEqual(verdict(line + "\nCall Trace:\n" + FRAMES + END), (title, True))
+
+
+KMSAN = ("=====================================================\n"
+         "BUG: KMSAN: uninit-value in aes_encrypt+0x1/0x2\n aes_encrypt+0x1/0x2\n crypto_cbc_encrypt+0x1/0x2\n"
+         " fs_crypt_block+0x1/0x2\n do_syscall_64+0x1/0x2\n\nUninit was created at:\n"
+         " kmalloc_fn+0x1/0x2\n made_it_fn+0x1/0x2\n\nCPU: 0 PID: 7 Comm: t Not tainted 6.1.0 #1\n"
+         "=====================================================\n")
+
+
+class Titles(unittest.TestCase):
+    def test_kmsan_names_the_first_frame_after_the_header(self):
+        # No "Call Trace:" heading; crypto helpers are skipped; the origin
+        # stack ("Uninit was created at:") is not the culprit's.
+        self.assertEqual(verdict(KMSAN), ("KMSAN: uninit-value in fs_crypt_block", False))
+        usb = KMSAN.replace("uninit-value in aes_encrypt", "kernel-usb-infoleak in usb_submit_urb").replace(
+            " aes_encrypt+0x1/0x2\n crypto_cbc_encrypt+0x1/0x2\n",
+            " usb_submit_urb+0x1/0x2\n usb_start_wait_urb+0x1/0x2\n usb_bulk_msg+0x1/0x2\n")
+        self.assertEqual(verdict(usb), ("KMSAN: kernel-usb-infoleak in fs_crypt_block", False))
+
+    def test_usb_submit_urb_warning_names_its_caller(self):
+        log = ("------------[ cut here ]------------\nusb 1-1: BOGUS urb xfer, pipe 1 != type 3\n"
+               "WARNING: CPU: 1 PID: 7 at drivers/usb/core/urb.c:503 usb_submit_urb+0x1/0x2\n"
+               "Modules linked in:\nRIP: 0010:usb_submit_urb+0x1/0x2\nCall Trace:\n usb_start_wait_urb+0x1/0x2\n"
+               " usb_bulk_msg+0x1/0x2\n tablet_open+0x1/0x2\n input_open_device+0x1/0x2\n" + END)
+        self.assertEqual(verdict(log), ("WARNING in tablet_open/usb_submit_urb", False))
+
+    def test_syzfail(self):
+        log = "executing program 1:\nSYZFAIL: negative running\n (errno 0: Success)\n"
+        self.assertEqual(first(log)["culprit"], "SYZFAIL: negative running")
+        self.assertFalse(first(log)["corrupted"])
+
+    def test_reboot_in_the_middle_of_a_log(self):
+        log = ("[   50.1] some_driver: probe\nSeaBIOS (version 1.16.0)\nBooting from ROM..\n"
+               "Decompressing Linux... Parsing ELF... done.\nBooting the kernel.\n"
+               "[    0.000000] Linux version 6.1.0\n")
+        self.assertEqual(verdict(log), ("unexpected kernel reboot", False))
+        # Not the loader's other line, nor a quote of it in a kernel message.
+        self.assertEqual(reports.crashes(log.replace("kernel.\n", "kernel (entry_offset: 0x0).\n")), [])
+        quoted = "[   56.0] fuse: Unknown parameter 'Decompressing Linux... Booting the kernel.'\n"
+        self.assertEqual(reports.crashes(quoted), [])
+
+    def test_a_guests_own_boot_is_no_reboot(self):
+        console = ("Decompressing Linux... Parsing ELF... done.\nBooting the kernel.\n"
+                   "[    0.000000] Linux version 6.1.0\n[    2.0] krepro-init: started, uptime 2.0 s\n"
+                   "[    2.2] krepro: x: start\n[    3.0] krepro: x: result exit=0\n")
+        r = reports.decide(console, Reproducer.from_json({"name": "x", "cases": ["a"], "signatures": []}))
+        self.assertEqual(r["reports"], [])
+        again = console + "Booting the kernel.\n"
+        r = reports.decide(again, Reproducer.from_json({"name": "x", "cases": ["a"], "signatures": []}))
+        self.assertEqual([c["culprit"] for c in r["reports"]], ["unexpected kernel reboot"])
+
+    def test_rust_panic_is_titled_by_its_message(self):
+        log = ("rust_kernel: panicked at drivers/x/node.rs:877:13:\nattempt to subtract with overflow\n"
+               "------------[ cut here ]------------\nkernel BUG at rust/helpers/bug.c:7!\n"
+               "Oops: invalid opcode: 0000 [#1] PREEMPT SMP\nRIP: 0010:rust_helper_BUG+0x8/0x10\nCall Trace:\n <TASK>\n"
+               " _RNvCscSpY9Juk0HT_7___rustc17rust_begin_unwind+0x15b/0x160\n"
+               " ? _RNvMs0_NtCshgDM7dBCdno_7xdriver4nodeNtB5_4Node6unsure+0x1/0x2\n"
+               " _RNvNtCs9jEwPDbx20M_4core9panicking9panic_fmt+0x84/0x90\n"
+               " _RNvMs3_NtCshgDM7dBCdno_7xdriver7processNtB5_7Process10update_ref+0x17e5/0x1860\n"
+               " do_syscall_64+0x1/0x2\n" + END)
+        self.assertEqual(verdict(log),
+                         ("attempt to subtract with overflow in <xdriver::process::Process>::update_ref", False))
+
+    def test_rust_demangling(self):
+        for sym, path in (
+                ("_RNvMs3_NtCshgDM7dBCdno_11rust_binder7processNtB5_7Process10update_ref",
+                 "<rust_binder::process::Process>::update_ref"),
+                ("_RNvXs1_CscPPBqWtAqum_4ashmNtB5_6AshmemNtNtCs43vyB533jt3_6kernel10miscdevice10MiscDevice4mmap",
+                 "<ashm::Ashmem as kernel::miscdevice::MiscDevice>::mmap"),
+                ("_RNvNtNtCs9jEwPDbx20M_4core9panicking11panic_const24panic_const_add_overflow",
+                 "core::panicking::panic_const::panic_const_add_overflow"),
+                ("_RNvMNtNtCs43vyB533jt3_6kernel5alloc9allocatorNtB2_11ReallocFunc4call",
+                 "<kernel::alloc::allocator::ReallocFunc>::call"),
+                ("plain_c_function", "plain_c_function"),
+                ("_RNvB0_1a", "_RNvB0_1a"),   # a back reference to itself: left as it is
+                ("_RNv", "_RNv")):
+            with self.subTest(sym):
+                self.assertEqual(rustname.demangle(sym), path)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
