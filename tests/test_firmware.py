@@ -176,6 +176,23 @@ class NoBanner(unittest.TestCase):
         self.assertNotIn("Linux version", text)
         self.assertTrue(found(text))
 
+    def test_a_report_with_a_call_trace_before_a_banner_is_the_kernels(self):
+        # A log that starts in a running kernel without timestamps: its
+        # panic, then the board's next boot. No firmware prints a call
+        # trace, so the report stays, though a banner comes first.
+        with open(os.path.join(HERE, "pasted", "unrelated-blk-mq-bug-no-timestamps.log")) as f:
+            text = f.read()
+        want = found(text)
+        self.assertTrue(want)
+        # After a BUG the kernel may run on: whose the next lines are is not
+        # known. After a panic's last line it does not: they are firmware's.
+        panic = "Kernel panic - not syncing: Fatal exception\n---[ end Kernel panic - not syncing: Fatal exception ]---\n"
+        self.assertEqual(found(text + panic)[:1], want)
+        for name, prologue in PROLOGUES.items():
+            with self.subTest(name):
+                self.assertEqual(found(text + prologue + read(CLEAN))[:1], want)
+                self.assertEqual(found(text + panic + prologue + read(CLEAN)), found(text + panic))
+
     def test_a_long_prologue_with_no_banner_is_the_kernels(self):
         # A log that has no banner within PROLOGUE_LINES: its lines are the
         # kernel's even if a banner comes after, and the reports before it

@@ -2,7 +2,8 @@
 
 A serial log holds what the firmware and the boot loader print (U-Boot,
 coreboot, depthcharge, UEFI, GRUB) before the kernel's banner, and again
-after a kernel ends ("reboot: Restarting system") until the next banner.
+after a kernel ends ("reboot: Restarting system", or the last line of a
+panic, "---[ end Kernel panic ...") until the next banner.
 Their "WARNING: ..." lines are no kernel report. The banner is the kernel's
 first line: "Linux version 6.1.0 ...", ARM's "Booting Linux on physical CPU
 0x0", or the decompressor's last ("Booting the kernel.", ARM's
@@ -38,12 +39,14 @@ BANNER_STARTS = ("Linux version ", "Booting Linux on physical CPU", "Booting the
 BANNER = re.compile(r"Linux version [0-9]|Booting Linux on physical CPU|Booting the kernel"
                     r"|Uncompressing Linux\.\.\. done, booting the kernel")
 # The kernel's last words before the machine restarts or stops.
-END_STARTS = ("reboot: ",)
-KERNEL_END = re.compile(r"reboot: (Restarting system|System halted|Power down)")
+END_STARTS = ("reboot: ", "---[ end Kernel panic")
+KERNEL_END = re.compile(r"reboot: (Restarting system|System halted|Power down)"
+                        r"|---\[ end Kernel panic")
 # One of these is in every banner and end line: a log reader that passes
 # over lines without a needle (logtext.marked_lines) must read these. Each
 # is one more pass over the log: "ooting the kernel" finds both stubs' lines.
-NEEDLES = ("Linux version ", "Booting Linux on ", "ooting the kernel", "reboot: ")
+NEEDLES = ("Linux version ", "Booting Linux on ", "ooting the kernel", "reboot: ",
+           "end Kernel panic")
 # How many lines a firmware prologue may take before the kernel's banner.
 PROLOGUE_LINES = 20000
 # How far back a line's owner is asked for: a crash is yielded at most
@@ -87,6 +90,15 @@ class Boots:
             self.resolved = "kernel"
             self.change(n - 1, "kernel")
         elif self.state == "firmware" and line != raw.rstrip("\r\n") and self.restarted(raw):
+            self.change(n - 1, "kernel")
+
+    def kernel_from(self, n):
+        """Line n is known to be the kernel's (a report with a call trace):
+        the kernel's from there on, and the lines before it still unknown
+        are the kernel's too (no banner came between)."""
+        if self.state == "unknown":
+            self.resolved = "kernel"
+        if self.state != "kernel":
             self.change(n - 1, "kernel")
 
     def restarted(self, raw):

@@ -149,13 +149,19 @@ def reports_of(f, decoder=None):
     """(crash dict, [{function, source}]) for every report in the log f that
     is the kernel's (boots.py): none in what firmware and boot loaders print
     before the kernel's banner or after a kernel's end. A report before the
-    first banner waits until it is known whose it is."""
+    first banner waits until it is known whose it is. A report with a call
+    trace is the kernel's wherever it is (no firmware prints one): a log
+    that starts in a running kernel, or a kernel booted quiet, without a
+    banner, keeps its panic even when the next boot's banner follows."""
     tracker = boots.Boots()
     held = []
     for crash, trace in all_reports(f, tracker, decoder):
         if tracker.resolved == "firmware":
             held = []
         owner = tracker.owner(crash["line"])
+        if owner != "kernel" and (trace or crash.get("frames")):
+            tracker.kernel_from(crash["line"])
+            owner = "kernel"
         if owner == "unknown":
             held.append((crash, trace))
             continue
