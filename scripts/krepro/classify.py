@@ -159,7 +159,7 @@ def reports_of(f, decoder=None):
         if tracker.resolved == "firmware":
             held = []
         owner = tracker.owner(crash["line"])
-        if owner != "kernel" and (trace or crash.get("frames")):
+        if owner != "kernel" and crash.get("trace_frames"):
             tracker.kernel_from(crash["line"])
             owner = "kernel"
         if owner == "unknown":

@@ -74,12 +74,21 @@ CONSOLE_STAMP = re.compile(r"\[ *[0-9]+\.[0-9]+\] ?")
 
 def unwrap(line):
     """The console message of one pasted line: wrapping and CR off, decoded
-    frames as they are."""
+    frames as they are. Where the console merged two messages on one line
+    (a program's output, then a kernel message with its timestamp), the last
+    one counts, as in the guest run's reader (reports.INNER_STAMP)."""
     line = line.rstrip("\r\n")
     m = CONSOLE_STAMP.match(line)
     if m is None or line.startswith("[", m.end()) or "kernel:" in line:
         m = WRAPPING.match(line)
-    return line[m.end():] if m.end() else line
+    msg = line[m.end():] if m.end() else line
+    if "]" in msg or " login: " in msg:
+        inner = None
+        for inner in reports.INNER_STAMP.finditer(msg):
+            pass
+        if inner:
+            msg = msg[inner.end():]
+    return msg
 
 
 def plain(line):
