@@ -22,7 +22,6 @@ guest, alone. A benchmark: it asserts nothing, and samples are not time
 import bisect
 import collections
 import datetime
-import json
 import os
 import platform
 import re
@@ -35,7 +34,7 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import arches, guest, kernels, paths  # noqa: E402
+from krepro import arches, guest, kernels, paths, records  # noqa: E402
 from krepro.usage import Parser  # noqa: E402
 
 LEAVES = re.compile(r"^(memset|memcpy|memmove|clear_page|copy_page)")
@@ -186,9 +185,7 @@ def main(argv):
                "cpu": o.cpu or arches.ARCHES[o.arch]["cpu"], "initrd": os.path.basename(initrd),
                "figures": figures(s, up),
                "profile": s, "raw": "bench/boot-profile.py " + " ".join(argv)}
-        with open(o.record, "w") as f:
-            json.dump(rec, f, indent=1)
-            f.write("\n")
+        records.write(o.record, rec)
     return 0
 
 

@@ -31,7 +31,7 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import arches, guest, kernels, paths, reports  # noqa: E402
+from krepro import arches, guest, kernels, paths, records, reports  # noqa: E402
 from krepro.usage import Parser  # noqa: E402
 
 
@@ -92,14 +92,6 @@ def summarize(o, argv, image, initrd, boots):
     }
 
 
-def write(path, summary):
-    """The record so far: an interrupted series keeps what it measured."""
-    with open(path + ".tmp", "w") as f:
-        json.dump(summary, f, indent=1)
-        f.write("\n")
-    os.replace(path + ".tmp", path)
-
-
 def regex(text):
     try:
         return re.compile(text)
@@ -154,13 +146,13 @@ def main(argv):
                 shutil.copy(os.path.join(d, "console.log"), os.path.join(o.keep_logs, f"boot-{i}.log"))
             shutil.rmtree(d)
             if o.record:
-                write(o.record, summarize(o, argv, image, initrd, boots))
+                records.write(o.record, summarize(o, argv, image, initrd, boots))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     summary = summarize(o, argv, image, initrd, boots)
     print(json.dumps(summary, indent=1))
     if o.record:
-        write(o.record, summary)
+        records.write(o.record, summary)
     return 0
 
 

@@ -18,7 +18,6 @@ Writes RECORD (bench/records/<date>-bundle-roundtrip.json): the commands,
 outcomes, exit statuses, seconds and sizes, without this machine's paths.
 Exit 0 when every unpatched bundle FAILs and every patched one PASSes."""
 import datetime
-import json
 import os
 import subprocess
 import sys
@@ -28,7 +27,7 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import guest, meta as metamod, paths, reports  # noqa: E402
+from krepro import guest, meta as metamod, paths, records, reports  # noqa: E402
 
 EXPECT = {"unpatched": "FAIL", "patched": "PASS"}
 EXIT = {"PASS": 0, "FAIL": 1}
@@ -123,9 +122,7 @@ def main(argv):
         "runs": rows,
         "raw": "each run's stdout and stderr are in runs[]",
     }
-    with open(record, "w") as f:
-        json.dump(rec, f, indent=1)
-        f.write("\n")
+    records.write(record, rec)
     bad = [r for r in rows if not r["as_expected"]]
     print(f"{len(rows) - len(bad)}/{len(rows)} as expected; record: {record}")
     return 1 if bad else 0

@@ -36,14 +36,13 @@ import ast
 import datetime
 import glob
 import io
-import json
 import os
 import re
 import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import classify, reports  # noqa: E402
+from krepro import classify, records, reports  # noqa: E402
 from krepro.usage import Parser  # noqa: E402
 
 KERNEL_TYPES = {"linux.kernel.bug": "BUG", "linux.kernel.panic": "PANIC",
@@ -177,9 +176,7 @@ def main(argv):
                "figures": {f"blind: {k}": every[k]["text"]
                            for k in ("report found", "no report, none found", "first kind agrees")},
                "parts": out, "raw": "\n".join(raw)}
-        with open(a.record, "w") as f:
-            json.dump(rec, f, indent=1)
-            f.write("\n")
+        records.write(a.record, rec)
     return 0
 
 

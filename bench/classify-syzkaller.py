@@ -23,14 +23,13 @@ default) or the classify command's (classify.reports_of()).
 import collections
 import datetime
 import io
-import json
 import os
 import re
 import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import classify, reports  # noqa: E402
+from krepro import classify, records, reports  # noqa: E402
 from krepro.usage import Parser  # noqa: E402
 
 HELD_BACK_EVERY = 5
@@ -128,9 +127,7 @@ def write_record(a, out, raw):
            "arch": "inferred from each log (arm64 'pc : ', ARM 'PC is at', else x86_64)",
            "figures": {f"held back: {k}": share_text(v) for k, v in held.items() if k != "files"},
            "parts": out, "raw": "\n".join(raw)}
-    with open(a.record, "w") as f:
-        json.dump(rec, f, indent=1)
-        f.write("\n")
+    records.write(a.record, rec)
 
 
 

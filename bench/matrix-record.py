@@ -22,7 +22,7 @@ import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import guest  # noqa: E402
+from krepro import guest, records  # noqa: E402
 from krepro.paths import read  # noqa: E402
 from krepro.usage import Parser  # noqa: E402
 
@@ -100,9 +100,7 @@ def main():
                "machine": machine(), "runs": runs, "ratio": ratio,
                # Without this machine's paths: the results directories are named by label.
                "raw": "bench/matrix-record.py " + " ".join(f"{r['label']}=RESULTS" for r in runs)}
-        with open(o.record, "w") as f:
-            json.dump(out, f, indent=1)
-            f.write("\n")
+        records.write(o.record, out)
         print(f"record: {o.record}")
 
 

@@ -76,9 +76,7 @@ def main(argv):
                "conditions": o.conditions, "runs": runs}
         path = os.path.join(TOP, "repro", repro, "records", o.name + ".json")
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            json.dump(out, f, indent=1)
-            f.write("\n")
+        records.write(path, out)
         tally = collections.Counter((r["kernel"], r["outcome"]) for r in runs)
         print(f"{os.path.relpath(path, TOP)}: "
               + ", ".join(f"{k} {o_} {n}" for (k, o_), n in sorted(tally.items())))

@@ -104,3 +104,12 @@ def update_readme(repro, top=TOP):
     with open(path, "w") as f:
         f.write(text)
     return path
+
+
+def write(path, rec):
+    """A bench or proof record as JSON, whole or not at all (an interrupted
+    run keeps the record it had)."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(rec, f, indent=1)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
