@@ -183,13 +183,16 @@ def all_reports(f, tracker, decoder=None):
     # banner or a kernel's end is read wherever it is, alone.
     wanted = logtext.needles(patterns)
 
+    # Called for every line a report can be in: its helpers bound once.
+    unwrap, undecoded, seen, keep = logtext.unwrap, logtext.undecoded, tracker.line, buf.append
+
     def read(n, raw):
         # Only the lines the classifier reads are unwrapped and kept: a
         # crash's lines, from its header on, are all of them.
-        line = logtext.unwrap(raw)
-        tracker.line(n, raw, line)
-        buf.append((n, line))
-        return logtext.undecoded(line)
+        line = unwrap(raw)
+        seen(n, raw, line)
+        keep((n, line))
+        return undecoded(line)
 
     marked = logtext.marked_lines(f, wanted, reports.TRACE_LINES + 1, first=True, alone=boots.NEEDLES)
     for crash in reports.crashes_marked(marked, patterns, read):

@@ -368,13 +368,13 @@ def _windows(lines, n, opens, left):
     [(line index, length)] open, the first `left` lines too (what is left
     of one open before): (number, line, hit). Returns what is left of the
     last window."""
-    i, hit = 0, False
+    i, hit, most = 0, False, reports.MAX_LINE
     for h, size in opens + [(len(lines), 0)]:
         end = min(h, i + left)
         if i < end:
-            yield n + i + 1, lines[i][:reports.MAX_LINE], hit
+            yield n + i + 1, lines[i][:most], hit
         for j in range(i + 1, end):
-            yield n + j + 1, lines[j][:reports.MAX_LINE], False
+            yield n + j + 1, lines[j][:most], False
         left -= end - i
         i, hit = h, True
         left = max(left, size)
