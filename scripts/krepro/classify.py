@@ -136,7 +136,15 @@ END_IN_TEXT = re.compile(reports.REPORT_END.pattern, re.M)
 def crash_text(buf, crash):
     """The unwrapped lines of a crash from the lines kept: its first header
     to its end line, at most reports.TRACE_LINES."""
-    out = [line for n, line in buf if n >= crash["line"]][:reports.TRACE_LINES]
+    # buf is in line order: the crash's lines are its last ones, read from
+    # the end, not every line kept looked at.
+    out = []
+    for n, line in reversed(buf):
+        if n < crash["line"]:
+            break
+        out.append(line)
+    out.reverse()
+    out = out[:reports.TRACE_LINES]
     if len(out) > 1:
         joined = "\n".join(out)
         end = END_IN_TEXT.search(joined, len(out[0]) + 1)
