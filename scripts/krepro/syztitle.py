@@ -217,9 +217,6 @@ def frames_of(lines, plan, skipped):
     """The frames a plan of steps finds, skipped ones left out; and whether
     the stack was clean (no injected fault's frames in it)."""
     frames, i, s = [], 0, 0
-    # The lines a stack can start at: found once for the whole plan, not
-    # tested line by line for each of STACK_START's needles.
-    starts = set(gated.lines_holding(lines, gated.needles_of(STACK_START.pattern))) if "stack" in plan else ()
 
     def take(m):
         frames.extend(g for g in m.groups() if g and not skipped(g))
@@ -237,7 +234,7 @@ def frames_of(lines, plan, skipped):
                     i -= step == "calls" and bool(ARM_ENTRY.match(line))   # the trace's first entry
                     break
                 continue
-            if i - 1 in starts and STACK_START.search(line):
+            if gated.search(STACK_START, line):
                 break
             m = gated.search(nxt, line) if nxt else None
             if m:
