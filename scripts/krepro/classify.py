@@ -136,7 +136,15 @@ END_IN_TEXT = re.compile(reports.REPORT_END.pattern, re.M)
 def crash_text(buf, crash):
     """The unwrapped lines of a crash from the lines kept: its first header
     to its end line, at most reports.TRACE_LINES."""
-    out = [line for n, line in buf if n >= crash["line"]][:reports.TRACE_LINES]
+    # buf is in line order: the crash's lines are its last ones, read from
+    # the end, not every line kept looked at.
+    out = []
+    for n, line in reversed(buf):
+        if n < crash["line"]:
+            break
+        out.append(line)
+    out.reverse()
+    out = out[:reports.TRACE_LINES]
     if len(out) > 1:
         joined = "\n".join(out)
         end = END_IN_TEXT.search(joined, len(out[0]) + 1)
@@ -183,13 +191,16 @@ def all_reports(f, tracker, decoder=None):
     # banner or a kernel's end is read wherever it is, alone.
     wanted = logtext.needles(patterns)
 
+    # Called for every line a report can be in: its helpers bound once.
+    unwrap, undecoded, seen, keep = logtext.unwrap, logtext.undecoded, tracker.line, buf.append
+
     def read(n, raw):
         # Only the lines the classifier reads are unwrapped and kept: a
         # crash's lines, from its header on, are all of them.
-        line = logtext.unwrap(raw)
-        tracker.line(n, raw, line)
-        buf.append((n, line))
-        return logtext.undecoded(line)
+        line = unwrap(raw)
+        seen(n, raw, line)
+        keep((n, line))
+        return undecoded(line)
 
     marked = logtext.marked_lines(f, wanted, reports.TRACE_LINES + 1, first=True, alone=boots.NEEDLES)
     for crash in reports.crashes_marked(marked, patterns, read):

@@ -20,6 +20,31 @@ def has_needle(line, needles):
     return False
 
 
+def lines_holding(lines, needles):
+    """The indexes of lines (no line ends in them) that hold one of needles
+    (None: every line), in order: one find() pass a needle over the lines
+    joined, not one test a line, for needles few lines hold."""
+    if needles is None:
+        return range(len(lines))
+    text = "\n".join(lines)
+    if text.count("\n") != len(lines) - 1:
+        # A line with a line end in it: offsets no longer tell the line.
+        return [i for i, line in enumerate(lines) if has_needle(line, needles)]
+    hits = []
+    for s in needles:
+        at = text.find(s)
+        while at >= 0:
+            hits.append(at)
+            at = text.find(s, at + 1)
+    out, seen, at = [], 0, 0
+    for p in sorted(hits):
+        seen += text.count("\n", at, p)
+        at = p
+        if not out or out[-1] != seen:
+            out.append(seen)
+    return out
+
+
 @functools.lru_cache(maxsize=64)
 def needles_of(pattern):
     """One needle of each top-level alternative of a regex, or None when

@@ -213,26 +213,28 @@ def crashes_marked(lines, patterns=None, read=None):
     reads."""
     patterns = patterns or load_patterns()
     quick = any_header(patterns)
-    cur = None
+    # cur: the open crash; kept: its lines (cur["_lines"], the same list).
+    cur, kept = None, None
     for n, line, hit in lines:
         if cur is None and not hit:
             continue
         if read is not None:
             line = read(n, line)
-        if cur is not None and (len(cur["_lines"]) >= TRACE_LINES or
-                                (line.startswith(END_STARTS) and REPORT_END.match(line) and cur["_lines"])):
+        if cur is not None and (len(kept) >= TRACE_LINES or
+                                (line.startswith(END_STARTS) and REPORT_END.match(line) and kept)):
             yield finish(cur, "line" if REPORT_END.match(line) else None)
-            cur = None
+            cur, kept = None, None
             if not line.startswith("krepro"):
                 continue
         h = classify_line(line, patterns, quick) if hit else None
         if h is not None:
             if cur is None:
-                cur = {"kind": h[0], "title": h[1], "line": n, "headers": [], "_lines": [], "_heads": []}
+                kept = []
+                cur = {"kind": h[0], "title": h[1], "line": n, "headers": [], "_lines": kept, "_heads": []}
             cur["headers"].append([h[0], h[1]])
-            cur["_heads"].append((len(cur["_lines"]), h[2], h[3]))
-        if cur is not None:
-            cur["_lines"].append(line)
+            cur["_heads"].append((len(kept), h[2], h[3]))
+        if kept is not None:
+            kept.append(line)
     if cur is not None:
         yield finish(cur, "log")
 

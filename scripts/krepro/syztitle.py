@@ -341,9 +341,9 @@ ANY_HEADING = re.compile("|".join(f"(?:{p})" for p in HEADING_PATTERNS))
 def first_headings(lines):
     """{index in STACK_HEADINGS: the first line that heading is in}."""
     first = {}
-    needles = gated.each_needle(HEADING_PATTERNS)
-    for i, line in enumerate(lines):
-        if gated.has_needle(line, needles) and ANY_HEADING.search(line):
+    for i in gated.lines_holding(lines, gated.each_needle(HEADING_PATTERNS)):
+        line = lines[i]
+        if ANY_HEADING.search(line):
             for k, h in enumerate(STACK_HEADINGS):
                 if k not in first and h.search(line):
                     first[k] = i
