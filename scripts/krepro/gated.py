@@ -26,23 +26,11 @@ def lines_holding(lines, needles):
     joined, not one test a line, for needles few lines hold."""
     if needles is None:
         return range(len(lines))
+    from . import logtext
     text = "\n".join(lines)
-    if text.count("\n") != len(lines) - 1:
-        # A line with a line end in it: offsets no longer tell the line.
-        return [i for i, line in enumerate(lines) if has_needle(line, needles)]
-    hits = []
-    for s in needles:
-        at = text.find(s)
-        while at >= 0:
-            hits.append(at)
-            at = text.find(s, at + 1)
-    out, seen, at = [], 0, 0
-    for p in sorted(hits):
-        seen += text.count("\n", at, p)
-        at = p
-        if not out or out[-1] != seen:
-            out.append(seen)
-    return out
+    hits = sorted(p for s in needles for p in logtext._all(text, s))
+    # A line with a line end in it: offsets no longer tell the line.
+    return logtext._hit_lines(text, lines, hits, needles, text.count("\n") != len(lines) - 1)
 
 
 @functools.lru_cache(maxsize=64)

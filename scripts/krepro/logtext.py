@@ -82,13 +82,7 @@ def unwrap(line):
     if m is None or line.startswith("[", m.end()) or "kernel:" in line:
         m = WRAPPING.match(line)
     msg = line[m.end():] if m.end() else line
-    if "]" in msg or " login: " in msg:
-        inner = None
-        for inner in reports.INNER_STAMP.finditer(msg):
-            pass
-        if inner:
-            msg = msg[inner.end():]
-    return msg
+    return reports.last_message(msg) if "]" in msg or " login: " in msg else msg
 
 
 def plain(line):

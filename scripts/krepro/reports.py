@@ -17,7 +17,7 @@ import os
 import re
 
 from .paths import TOP
-from . import syztitle
+from . import gated, syztitle
 from .trace import FRAME, TraceReader, culprit_title, line_frames  # noqa: F401  (culprit_title: API)
 from .protocol import EXIT_OUTCOME, INIT, INIT_STARTED, RESULT_RE, START_RE
 
@@ -79,13 +79,19 @@ def console_lines(text):
 INNER_STAMP = re.compile(r"\[ *[0-9]+\.[0-9]{6}\](\[ *[TC][0-9]+\])? ?|^[^ ]+ login: ")
 
 
+def last_message(line):
+    """The last console message of a line the console merged (a program's
+    output, then a kernel message with its timestamp); the line itself when
+    it holds one message."""
+    inner = None
+    for inner in INNER_STAMP.finditer(line):
+        pass
+    return line[inner.end():] if inner else line
+
+
 def numbered(raw_lines):
     for n, raw in enumerate(raw_lines, 1):
-        line = TIMESTAMP.sub("", raw.rstrip("\r"))
-        inner = None
-        for inner in INNER_STAMP.finditer(line):
-            pass
-        yield n, line[inner.end():] if inner else line
+        yield n, last_message(TIMESTAMP.sub("", raw.rstrip("\r")))
 
 
 # The kernel prints at most 1 KiB a line (printk's limit): the streaming
@@ -220,9 +226,9 @@ def crashes_marked(lines, patterns=None, read=None):
             continue
         if read is not None:
             line = read(n, line)
-        if cur is not None and (len(kept) >= TRACE_LINES or
-                                (line.startswith(END_STARTS) and REPORT_END.match(line) and kept)):
-            yield finish(cur, "line" if REPORT_END.match(line) else None)
+        ended = cur is not None and line.startswith(END_STARTS) and REPORT_END.match(line)
+        if cur is not None and (len(kept) >= TRACE_LINES or ended and kept):
+            yield finish(cur, "line" if ended else None)
             cur, kept = None, None
             if not line.startswith("krepro"):
                 continue
@@ -254,15 +260,10 @@ def read_frames(lines, heads):
     the crashing task's reliable frames (TraceReader). Read when the crash
     ends, each line's frames found once for both, and only while a reader
     still wants them."""
-    needles = frame_needles() or ("",)
+    needles = frame_needles()
     reader, found = TraceReader(), {}
     for i, line in enumerate(lines):
-        for s in needles:
-            if s in line:
-                frames = line_frames(line)
-                break
-        else:
-            frames = ()
+        frames = line_frames(line) if gated.has_needle(line, needles) else ()
         if reader.state != "after":
             reader.feed(line, i in heads, frames)
         for f in frames:
