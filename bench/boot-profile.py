@@ -19,6 +19,7 @@ only: the register dump's names are x86's. Runs in the guest slots like any
 guest, alone. A benchmark: it asserts nothing, and samples are not time
 (a vCPU stopped for the monitor is not running).
 """
+import argparse
 import bisect
 import collections
 import datetime
@@ -91,8 +92,7 @@ def sample(mon, syms):
     return names
 
 
-def profile(o, image, initrd, work):
-    syms = Symbols(image + ".vmlinux")
+def profile(o, image, initrd, syms, work):
     mon_path = os.path.join(work, "monitor")
     console = os.path.join(work, "console.log")
     argv = guest.qemu_argv(o.arch, "tcg", image, initrd, guest.kernel_cmdline(o.arch, "", o.append),
@@ -149,6 +149,17 @@ def figures(s, up):
     return {"boot to init": f"{up} s", "samples": s["samples"], "busiest function": busiest(s)}
 
 
+def interval(text):
+    """--every: seconds between samples, more than 0 and at most 1."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = None
+    if v is None or not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"wants seconds above 0 and at most 1, not '{text}'")
+    return v
+
+
 def main(argv):
     p = Parser(prog="bench/boot-profile.py", allow_abbrev=False)
     p.add_argument("--arch", default="x86_64", choices=["x86_64"])
@@ -156,7 +167,7 @@ def main(argv):
     p.add_argument("--initrd", help="the guest image (default: the whole one)")
     p.add_argument("--cpu", help="QEMU -cpu instead of the arch's")
     p.add_argument("--append", default="")
-    p.add_argument("--every", type=float, default=0.005)
+    p.add_argument("--every", type=interval, default=0.005)
     p.add_argument("--record")
     o = p.parse_args(argv)
     image = kernels.flavour_image(o.arch, o.kernel) if o.kernel in kernels.FLAVOURS else o.kernel
@@ -165,9 +176,17 @@ def main(argv):
         if not os.path.isfile(f):
             print(f"boot-profile.py: no {f} (make kernels guest)", file=sys.stderr)
             return 128
+    try:
+        syms = Symbols(image + ".vmlinux")
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"boot-profile.py: cannot read the symbols of {image}.vmlinux ({e})", file=sys.stderr)
+        return 128
+    if not syms.addrs:
+        print(f"boot-profile.py: {image}.vmlinux has no symbols", file=sys.stderr)
+        return 128
     work = tempfile.mkdtemp(prefix="krepro-boot-profile.")
     try:
-        samples, up = profile(o, image, initrd, work)
+        samples, up = profile(o, image, initrd, syms, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     s = summarize(samples)
