@@ -152,6 +152,10 @@ def main(argv):
                    help="the guest run's reader (default) or the classify command's")
     p.add_argument("--what", help="the record's what (default: a first, blind run's)")
     a = p.parse_args(argv)
+    for top, want in ((a.logspec, os.path.join("tests", "test_linux_boot.py")),
+                      (a.lava, os.path.join("tests", "lava_dispatcher", "test_messages.py"))):
+        if top and not os.path.isfile(os.path.join(top, want)):
+            p.error(f"{top}: no {want} (a checkout of kernelci/logspec or Linaro/lava)")
     cases = (list(logspec_cases(a.logspec)) if a.logspec else []) + (list(lava_cases(a.lava)) if a.lava else [])
     if not cases:
         p.error("give --logspec, --lava or both")

@@ -144,6 +144,8 @@ def main(argv):
     p.add_argument("--reader", choices=("run", "classify"), default="run",
                    help="the guest run's reader (default) or the classify command's")
     a = p.parse_args(argv)
+    if not os.path.isdir(a.testdata):
+        p.error(f"{a.testdata}: no such directory (syzkaller's pkg/report/testdata/linux/report)")
     names = sorted((n for n in os.listdir(a.testdata) if n.isdigit()), key=int)
     rows = [judge(os.path.join(a.testdata, n), a.reader) for n in names]
     held = [r for r in rows if int(r["file"]) % HELD_BACK_EVERY == 0]
