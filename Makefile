@@ -18,7 +18,10 @@
 #                    guests each) and record them in repro/<id>/fail-rate.json, the
 #                    runs in repro/<id>/records/<date>-calibration.json
 #
-# Variables: MISS (target miss probability of a clean row, default run-in-qemu.sh's),
+# Variables: BRANCH (stable branches, scripts/branches.tsv: "6.12", or "6.1 6.12";
+# default every branch for kernels, check-patches, repro-all, calibrate and
+# sweeps, the first (6.1) for gate, bisect and bundle), MISS (target miss
+# probability of a clean row, default run-in-qemu.sh's),
 # MAX_RUNS (cap on guests per row, default 20), REPEAT (a fixed number of runs
 # per row instead of sequential decisions), REPROS (default: the matrix of
 # both arches, all but the sweeps), KREPRO_CACHE (kernel tree, objects,
@@ -40,6 +43,12 @@ ARM_REPROS = $(filter $(ALL_ARM),$(REPROS))
 # SWEEPS or DISTRO_CHECK that is none of them is a typo, refused before anything is built.
 ALL_SOURCES = $(filter-out lib,$(notdir $(patsubst %/,%,$(dir $(wildcard repro/*/CMakeLists.txt)))))
 UNKNOWN_REPROS = $(filter-out $(ALL_SOURCES),$(REPROS) $(SWEEPS) $(DISTRO_CHECK))
+# Stable branches: each builds its own kernels and decides its own rows.
+ALL_BRANCHES := $(shell awk -F'\t' '!/^\#/ && NF {print $$1}' scripts/branches.tsv)
+BRANCH  ?=
+BRANCHES = $(or $(BRANCH),$(ALL_BRANCHES))
+# Targets of one branch (gate, bisect, bundle): BRANCH names at most one.
+ONE_BRANCH = $(if $(BRANCH),--branch $(BRANCH))
 CMAKE_STAMP := $(BUILD)/CMakeCache.txt
 # The ARM guest's reproducers: a cross build beside the native one.
 ARM_BUILD := $(BUILD)/arm
@@ -52,6 +61,7 @@ all: build
 # The variables the targets below pass to run-in-qemu.sh, checked by its dry
 # run (it reads files only) before any install, build or boot.
 check-args:
+	@$(foreach b,$(BRANCHES),./run-in-qemu.sh --dry-run --branch '$(b)' --list >/dev/null &&) true
 	@$(if $(UNKNOWN_REPROS),./run-in-qemu.sh --dry-run $(UNKNOWN_REPROS) >/dev/null)
 	@./run-in-qemu.sh --dry-run $(RUN_MODE) $(firstword $(ALL_X86)) >/dev/null
 	@./run-in-qemu.sh --dry-run --repeat $(CALIBRATE_RUNS) $(firstword $(ALL_X86)) >/dev/null
@@ -87,23 +97,30 @@ build-arm: $(ARM_CMAKE_STAMP)
 guest-arm: build build-arm
 	@guest-image/build.sh --arch arm $(ARM_BUILD)/guest/initramfs.cpio $(ARM_BUILD)/repro
 
-kernels:
-	@scripts/kernels.sh build
-	@KREPRO_ARCH=arm scripts/kernels.sh build
+kernels: check-args
+	@$(foreach b,$(BRANCHES),KREPRO_BRANCH=$(b) scripts/kernels.sh build && \
+		KREPRO_BRANCH=$(b) KREPRO_ARCH=arm scripts/kernels.sh build &&) true
 
-check-patches:
-	@scripts/kernels.sh check-patches
+check-patches: check-args
+	@$(foreach b,$(BRANCHES),KREPRO_BRANCH=$(b) scripts/kernels.sh check-patches &&) true
 
 unit: build
 	@cd $(BUILD) && ctest --output-on-failure
 
-# Both arches' matrices run; the first one's failure status is the target's.
+# Every branch's matrix on both arches, then one matrix of them all
+# (reproducer x branch x flavour, also in results/matrix-<time>.md); the
+# first failing run's status is the target's.
 repro-all: check-args kernels guest guest-arm
-	@rc=0; \
-	if [ -n "$(X86_REPROS)" ]; then ./run-in-qemu.sh --kernel unpatched --kernel patched \
-		$(RUN_MODE) --expect $(X86_REPROS) || rc=$$?; fi; \
-	if [ -n "$(ARM_REPROS)" ]; then ./run-in-qemu.sh --arch arm --kernel unpatched \
-		--kernel patched $(RUN_MODE) --expect $(ARM_REPROS) || { r=$$?; [ $$rc -ne 0 ] || rc=$$r; }; fi; \
+	@rc=0; stamp=$$(date +%Y%m%d-%H%M%S); dirs=; \
+	for b in $(BRANCHES); do \
+		if [ -n "$(X86_REPROS)" ]; then d=results/matrix-$$stamp-$$b-x86_64; dirs="$$dirs $$d"; \
+			./run-in-qemu.sh --branch $$b --results $$d --kernel unpatched --kernel patched \
+			$(RUN_MODE) --expect $(X86_REPROS) || { r=$$?; [ $$rc -ne 0 ] || rc=$$r; }; fi; \
+		if [ -n "$(ARM_REPROS)" ]; then d=results/matrix-$$stamp-$$b-arm; dirs="$$dirs $$d"; \
+			./run-in-qemu.sh --branch $$b --arch arm --results $$d --kernel unpatched \
+			--kernel patched $(RUN_MODE) --expect $(ARM_REPROS) || { r=$$?; [ $$rc -ne 0 ] || rc=$$r; }; fi; \
+	done; \
+	echo; ./scripts/krepro-py matrix --out results/matrix-$$stamp.md $$dirs || { r=$$?; [ $$rc -ne 0 ] || rc=$$r; }; \
 	exit $$rc
 
 # The FAIL rates the sequential rows start from: written into the repository
@@ -114,22 +131,22 @@ repro-all: check-args kernels guest guest-arm
 # Exit 1 is what a bug kernel should give (rows that FAILed): not an error.
 calibrate: check-args kernels guest guest-arm
 	@stamp=$$(date +%Y%m%d-%H%M%S); day=$$(date +%F); \
-	for arch in x86_64 arm; do \
+	for b in $(BRANCHES); do for arch in x86_64 arm; do \
 		repros="$(X86_REPROS)"; [ $$arch = x86_64 ] || repros="$(ARM_REPROS)"; \
 		[ -n "$$repros" ] || continue; \
-		dir=results/calibrate-$$stamp-$$arch; rc=0; \
-		./run-in-qemu.sh --arch $$arch --results $$dir --kernel unpatched \
+		dir=results/calibrate-$$stamp-$$b-$$arch; rc=0; \
+		./run-in-qemu.sh --branch $$b --arch $$arch --results $$dir --kernel unpatched \
 			--repeat $(CALIBRATE_RUNS) --record-rates $$repros || rc=$$?; \
-		[ ! -f $$dir/run.json ] || bench/proof-record.py $$dir $$day-calibration \
-			--conditions "make calibrate: $(CALIBRATE_RUNS) runs a reproducer" || exit $$?; \
+		[ ! -f $$dir/run.json ] || bench/proof-record.py $$dir $$day-calibration-$$b \
+			--conditions "make calibrate: $(CALIBRATE_RUNS) runs a reproducer on $$b" || exit $$?; \
 		[ $$rc -le 1 ] || exit $$rc; \
-	done
+	done; done
 
 # A sweep passes on both flavours unless a kernel crashes: no --expect, one
 # guest per kernel.
 SWEEPS  ?= xfs-rmap-fuzz
 sweeps: check-args kernels guest
-	@./run-in-qemu.sh --kernel unpatched --kernel patched --repeat 1 $(SWEEPS)
+	@$(foreach b,$(BRANCHES),./run-in-qemu.sh --branch $(b) --kernel unpatched --kernel patched --repeat 1 $(SWEEPS) &&) true
 
 # check-patches first: it fetches the kernel tree the patch-error unit test uses.
 # The matrix is the sequential one of repro-all, every row decided at MISS.
@@ -186,7 +203,7 @@ lava-lab-check: lava-lab kernels guest guest-arm
 BASE ?= patched
 gate:
 	@test -n "$(SERIES)" || { echo "usage: make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH] [REPEAT=N] [MISS=P] [REPROS=...]" >&2; exit 2; }
-	@scripts/gate.sh --base "$(BASE)" --repros "$(if $(filter arm,$(KREPRO_ARCH)),$(ARM_REPROS),$(X86_REPROS))" $(if $(MISS),--miss $(MISS)) \
+	@scripts/gate.sh $(ONE_BRANCH) --base "$(BASE)" --repros "$(if $(filter arm,$(KREPRO_ARCH)),$(ARM_REPROS),$(X86_REPROS))" $(if $(MISS),--miss $(MISS)) \
 		$(if $(REPEAT),--repeat $(REPEAT)) $(SERIES)
 
 report:
@@ -197,14 +214,14 @@ report:
 # step's target miss, MAX_RUNS its cap.
 bisect:
 	@test -n "$(TREE)" -a -n "$(GOOD)" -a -n "$(BAD)" -a -n "$(REPRO)" || { echo "usage: make bisect TREE=DIR GOOD=G BAD=B REPRO=R [RATE=measure|recorded] [MISS=P] [MAX_RUNS=N]" >&2; exit 2; }
-	@PYTHONPATH=scripts python3 -m krepro bisect --tree "$(TREE)" --good "$(GOOD)" --bad "$(BAD)" \
+	@PYTHONPATH=scripts python3 -m krepro bisect $(ONE_BRANCH) --tree "$(TREE)" --good "$(GOOD)" --bad "$(BAD)" \
 		$(if $(RATE),--rate $(RATE)) $(if $(MISS),--miss $(MISS)) --max-runs $(MAX_RUNS) $(REPRO)
 # krepro bundle builds what the row needs itself (python3 -m krepro bundle --help);
 # KREPRO_ARCH=arm for the ARM guest's.
 BUNDLES ?= bundles
 bundle:
 	@test -n "$(REPRO)" -a -n "$(KERNEL)" || { echo "usage: make bundle REPRO=<id> KERNEL=unpatched|patched|PATH [KREPRO_ARCH=arm] [BUNDLES=dir]" >&2; exit 2; }
-	@PYTHONPATH=scripts /usr/bin/python3 -m krepro bundle --out "$(BUNDLES)" --kernel "$(KERNEL)" "$(REPRO)"
+	@PYTHONPATH=scripts /usr/bin/python3 -m krepro bundle $(ONE_BRANCH) --out "$(BUNDLES)" --kernel "$(KERNEL)" "$(REPRO)"
 
 clean:
 	rm -rf $(BUILD)

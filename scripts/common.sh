@@ -12,9 +12,18 @@ case " $KREPRO_ARCHES " in *" $KREPRO_ARCH "*) ;; *)
 	printf 'krepro: error: KREPRO_ARCH=%s: known arches are %s\n' "$KREPRO_ARCH" "$KREPRO_ARCHES" >&2
 	exit 128 ;;
 esac
-# The kernel tree: Debian's linux-source-6.1 as a git repository, so flavours are
-# branches and switching between them rewrites only the files that differ.
-KREPRO_TREE=$KREPRO_CACHE/linux-6.1
+# Stable branches: the rows of scripts/branches.tsv; the first is the default.
+KREPRO_BRANCH_TABLE=$KREPRO_TOP/scripts/branches.tsv
+KREPRO_BRANCHES=$(awk -F'\t' '!/^#/ && NF { printf "%s%s", sep, $1; sep = " " }' "$KREPRO_BRANCH_TABLE")
+KREPRO_BRANCH=${KREPRO_BRANCH:-${KREPRO_BRANCHES%% *}}
+case " $KREPRO_BRANCHES " in *" $KREPRO_BRANCH "*) ;; *)
+	printf 'krepro: error: KREPRO_BRANCH=%.40s: known branches are %s\n' "$KREPRO_BRANCH" "$KREPRO_BRANCHES" >&2
+	exit 128 ;;
+esac
+# The branch's kernel tree: Debian's linux-source-<branch> as a git repository,
+# so flavours are git branches and switching between them rewrites only the
+# files that differ.
+KREPRO_TREE=$KREPRO_CACHE/linux-$KREPRO_BRANCH
 KREPRO_KERNELS=${KREPRO_KERNELS:-$KREPRO_CACHE/kernels}
 KREPRO_FLAVOURS="unpatched patched"
 export CCACHE_DIR=${CCACHE_DIR:-$KREPRO_CACHE/ccache}
@@ -118,9 +127,19 @@ need_arch_pkgs() {
 	fi
 }
 
-# Image path of a built flavour: <image name>-<arch>-<flavour>.
+# A column of KREPRO_BRANCH's row of scripts/branches.tsv ("-" prints nothing).
+branch_field() {
+	awk -F'\t' -v branch="$KREPRO_BRANCH" -v col="$1" '
+		/^#branch\t/ { for (i = 1; i <= NF; i++) if ($i == "#branch" ? col == "branch" : $i == col) c = i; next }
+		/^#/ || !NF { next }
+		$1 == branch { v = $c; if (v == "-") v = ""; print v; found = 1 }
+		END { exit !(c && found) }' "$KREPRO_BRANCH_TABLE" ||
+		die "scripts/branches.tsv has no column $1 for $KREPRO_BRANCH"
+}
+
+# Image path of a built flavour: <image name>-<branch>-<arch>-<flavour>.
 kernel_image() {
-	echo "$KREPRO_KERNELS/$(basename "$(arch_field image)")-$KREPRO_ARCH-$1"
+	echo "$KREPRO_KERNELS/$(basename "$(arch_field image)")-$KREPRO_BRANCH-$KREPRO_ARCH-$1"
 }
 
 mkdir -p "$KREPRO_CACHE"

@@ -2,10 +2,12 @@
 # The stable-candidate gate: build BASE and BASE+SERIES, run every reproducer on
 # both, and name what changed.
 #
-# usage: gate.sh [--base B] [--repeat N] [--results DIR] [--repros "a b"] SERIES...
+# usage: gate.sh [--branch B] [--base B] [--repeat N] [--results DIR] [--repros "a b"] SERIES...
 #
 #   SERIES          patch files (git format-patch mails), or directories whose
 #                   *.patch files are taken in name order; applied in the order given
+#   --branch B      stable branch of the flavours --base names: 6.1 | 6.12 (default
+#                   6.1, or KREPRO_BRANCH)
 #   --base B        unpatched | patched (krepro's flavours; default patched) | PATH
 #                   to a git kernel tree (its HEAD commit; the tree is not touched:
 #                   the gate works in a clone under the cache)
@@ -44,6 +46,7 @@ while [ $# -gt 0 ]; do
 	--results) [ $# -ge 2 ] || die "--results needs a value"; results=$2; shift ;;
 	--repros) [ $# -ge 2 ] || die "--repros needs a value"; repros=$2; shift ;;
 	--arch) [ $# -ge 2 ] || die "--arch needs a value"; KREPRO_ARCH=$2; shift ;;
+	--branch) [ $# -ge 2 ] || die "--branch needs a value"; KREPRO_BRANCH=$2; shift ;;
 	-h | --help) usage; exit 0 ;;
 	-*) die "unknown option $1 (see --help)" ;;
 	*) items+=("$1") ;;
@@ -51,8 +54,10 @@ while [ $# -gt 0 ]; do
 	shift
 done
 case " $KREPRO_ARCHES " in *" $KREPRO_ARCH "*) ;; *) die "--arch is one of: $KREPRO_ARCHES" ;; esac
-# kernels.sh and run-in-qemu.sh take the arch from the environment.
-export KREPRO_ARCH
+case " $KREPRO_BRANCHES " in *" $KREPRO_BRANCH "*) ;; *) die "--branch is one of: $KREPRO_BRANCHES" ;; esac
+KREPRO_TREE=$KREPRO_CACHE/linux-$KREPRO_BRANCH
+# kernels.sh and run-in-qemu.sh take the arch and branch from the environment.
+export KREPRO_ARCH KREPRO_BRANCH
 [ ${#items[@]} -gt 0 ] || { usage >&2; die "no SERIES given (patch files or directories)"; }
 [ -z "$repeat" ] || [[ $repeat =~ ^[1-9][0-9]*$ ]] || die "--repeat wants a positive number, not '$repeat'"
 if [ -n "$results" ] && [ -e "$results/run.json" ]; then

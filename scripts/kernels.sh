@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build krepro's kernel flavours from Debian's linux-source-6.1.
+# Build krepro's kernel flavours from Debian's linux-source-<branch>
+# (KREPRO_BRANCH, a row of scripts/branches.tsv; default the first, 6.1).
 #
 #   kernels.sh tree              install and unpack the source as a git repo (tag: pristine)
 #   kernels.sh series FLAVOUR    print the patches that make FLAVOUR, in order
@@ -19,6 +20,8 @@
 #
 # unpatched = pristine + every bug dir's context*, window*, bug* patches
 # patched   = unpatched + every bug dir's fix* patches
+# A bug dir is kernel-patches/<id>/ for the first branch, and its subdirectory
+# named in scripts/branches.tsv for another (kernel-patches/<id>/6.12/).
 # Both are built in one object directory: the second build recompiles only the
 # files the fixes touch. Images land in $KREPRO_CACHE/kernels with the flavour in
 # their name, with the .config and a build log beside them.
@@ -26,7 +29,7 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
 PATCHES=${KREPRO_PATCHES:-$KREPRO_TOP/kernel-patches}
-OBJ=${KREPRO_OBJ:-$KREPRO_CACHE/build/$KREPRO_ARCH}
+OBJ=${KREPRO_OBJ:-$KREPRO_CACHE/build/$KREPRO_BRANCH/$KREPRO_ARCH}
 # Compile jobs: every core unless told (KREPRO_JOBS is the guests' count, not this).
 JOBS=${KREPRO_BUILD_JOBS:-$(nproc)}
 
@@ -36,13 +39,13 @@ cmd_tree() {
 	if git_tree rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1; then
 		return 0
 	fi
-	need_pkgs linux-source-6.1 git xz-utils
-	local tarball
-	tarball=$(ls /usr/src/linux-source-6.1.tar.xz 2>/dev/null) ||
-		die "linux-source-6.1 is installed but /usr/src/linux-source-6.1.tar.xz is missing"
-	local version
-	version=$(dpkg-query -W -f='${Version}' linux-source-6.1)
-	log "unpacking linux-source-6.1 $version into $KREPRO_TREE"
+	local pkg tarball version
+	pkg=$(branch_field package)
+	need_pkgs "$pkg" git xz-utils
+	tarball=$(ls "/usr/src/$pkg.tar.xz" 2>/dev/null) ||
+		die "$pkg is installed but /usr/src/$pkg.tar.xz is missing"
+	version=$(dpkg-query -W -f='${Version}' "$pkg")
+	log "unpacking $pkg $version into $KREPRO_TREE"
 	rm -rf "$KREPRO_TREE" "$KREPRO_TREE.tmp"
 	mkdir -p "$KREPRO_TREE.tmp"
 	tar -xJf "$tarball" -C "$KREPRO_TREE.tmp" --strip-components=1
@@ -53,19 +56,22 @@ cmd_tree() {
 	# The tarball's own .gitignore files would hide shipped files (e.g. generated
 	# headers Debian includes); -f takes the tree exactly as Debian ships it.
 	git -C "$KREPRO_TREE.tmp" add -A -f .
-	git -C "$KREPRO_TREE.tmp" commit -q -m "Debian linux-source-6.1 $version"
+	git -C "$KREPRO_TREE.tmp" commit -q -m "Debian $pkg $version"
 	git -C "$KREPRO_TREE.tmp" tag pristine
 	mv "$KREPRO_TREE.tmp" "$KREPRO_TREE"
 }
 
-# Patch groups of one flavour, in application order.
+# The bug dirs of this branch (a bug without patches for it has none here).
 bug_dirs() {
-	local d
+	local d sub
+	sub=$(branch_field patches)
 	for d in "$PATCHES"/*/; do
 		d=${d%/}
 		[ "$(basename "$d")" = config ] && continue
-		echo "$d"
+		d=$d${sub:+/$sub}
+		compgen -G "$d/*.patch" >/dev/null && echo "$d"
 	done
+	return 0
 }
 
 cmd_series() {
@@ -344,7 +350,7 @@ cmd_check_patches() {
 	}
 	for d in $(bug_dirs); do
 		local id ctx=() bug=() fix=()
-		id=$(basename "$d")
+		id=${d#"$PATCHES"/}
 		for p in "$d"/context*.patch "$d"/window*.patch; do [ -e "$p" ] && ctx+=("$p"); done
 		for p in "$d"/bug*.patch; do [ -e "$p" ] && bug+=("$p"); done
 		for p in "$d"/fix*.patch; do [ -e "$p" ] && fix+=("$p"); done
@@ -362,7 +368,7 @@ cmd_check_patches() {
 		done
 		if ! base=$(apply_all pristine "${ctx[@]}") ||
 			! full=$(apply_all pristine "${ctx[@]}" "${bug[@]}" "${fix[@]}"); then
-			echo "not ok - $id: patches do not apply to pristine 6.1"
+			echo "not ok - $id: patches do not apply to pristine $KREPRO_BRANCH"
 			fails=$((fails + 1))
 			continue
 		fi

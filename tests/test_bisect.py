@@ -52,7 +52,9 @@ class FakeMachinery:
     def unlink_debug(self, image):
         pass
 
-    def row(self, image, repro, results, max_runs=None, repeat=None):
+    def row(self, image, repro, results, max_runs=None, repeat=None, rate=None):
+        # With the bisection's rate given (run-in-qemu.sh --rate), a row
+        # stops clean exactly where the driver wants: at max_runs.
         with open(image) as f:
             markers = json.load(f)
         buggy = self.bug in markers and self.fix not in markers
@@ -69,11 +71,11 @@ class FakeMachinery:
             if outcomes[-1] == "FAIL":
                 decision = "FAIL"
                 break
-            if self.record_clean and n >= self.record_clean:
+            if rate is None and self.record_clean and n >= self.record_clean:
                 decision = "PASS"
                 break
             if n >= max_runs:
-                decision = "UNDECIDED"
+                decision = "PASS" if rate is not None else "UNDECIDED"
                 break
         counts = {o: outcomes.count(o) for o in set(outcomes)}
         fails = counts.get("FAIL", 0)
@@ -279,16 +281,32 @@ class Bisecting(unittest.TestCase):
         self.assertTrue(any("contradicted" in n for n in rec["notes"]), rec["notes"])
         self.assertLess(rec["confidence"], 0.66)
 
-    def test_rows_stopping_early_are_topped_up(self):
-        # A row whose record applies stops clean after 2 runs (or 1); the driver wants 4.
+    def test_a_good_step_is_one_row_weighed_with_the_bisections_rate(self):
+        # A record of run-in-qemu.sh's own would stop a row after 2 clean runs
+        # (or 1); the driver passes its rate (--rate), so the row runs the 4
+        # clean runs the driver wants, in one row.
         h = History(self.tmp, extra={7: [("add", "bug")]})
-        for record_clean, rows in ((2, 2), (1, 4)):
+        for record_clean in (2, 1):
             code, rec = self.bisect(h, FakeMachinery(1.0, seed=8, record_clean=record_clean))
             self.assertEqual(code, 0, rec["stopped"])
             goods = [s for s in rec["steps"] if s["verdict"] == "good"]
             self.assertTrue(goods)
             for s in goods:
-                self.assertEqual((s["clean"], len(s["rows"])), (4, rows))
+                self.assertEqual((s["clean"], len(s["rows"])), (4, 1))
+
+    def test_rows_stopping_early_are_topped_up(self):
+        # A row that stops clean before the driver's count (no rate passed,
+        # a record of its own) is topped up by another row.
+        h = History(self.tmp, extra={7: [("add", "bug")]})
+        m = FakeMachinery(1.0, seed=8, record_clean=2)
+        real_row = m.row
+        m.row = lambda *a, rate=None, **kw: real_row(*a, **kw)
+        code, rec = self.bisect(h, m)
+        self.assertEqual(code, 0, rec["stopped"])
+        goods = [s for s in rec["steps"] if s["verdict"] == "good"]
+        self.assertTrue(goods)
+        for s in goods:
+            self.assertEqual((s["clean"], len(s["rows"])), (4, 2))
 
     def test_bad_that_does_not_fail_and_good_that_fails(self):
         h = History(self.tmp, extra={7: [("add", "bug")]})
@@ -306,7 +324,7 @@ class Bisecting(unittest.TestCase):
         m = FakeMachinery(1.0, seed=10)
         real_row = m.row
 
-        def row(image, repro, results, max_runs=None, repeat=None):
+        def row(image, repro, results, max_runs=None, repeat=None, rate=None):
             if m.guests >= 12:
                 return {"decision": None, "counts": {}, "runs": 0, "fails": 0, "trials": 0, "code": 130}
             return real_row(image, repro, results, max_runs, repeat)
@@ -432,11 +450,18 @@ class Glue(unittest.TestCase):
         try:
             os.environ.update(r.env)
             m = machinery.Machinery("x86_64")
-            image = os.path.join(r.tmp, "kernels", "bzImage-x86_64-patched")
+            image = os.path.join(r.tmp, "kernels", "bzImage-6.1-x86_64-patched")
             r.set_plan("pass")
             with contextlib.redirect_stdout(io.StringIO()):
                 got = m.row(image, "fake-clean", os.path.join(r.tmp, "row1"), max_runs=3)
-            self.assertEqual((got["decision"], got["counts"], got["code"]), ("UNDECIDED", {"PASS": 3}, 125))
+            # No rate for it: 3 clean runs, the miss not bounded.
+            self.assertEqual((got["decision"], got["counts"], got["code"]), ("PASS", {"PASS": 3}, 0))
+            self.assertIn("miss not bounded", got["cell"])
+            r.set_plan("pass")
+            with contextlib.redirect_stdout(io.StringIO()):
+                got = m.row(image, "fake-clean", os.path.join(r.tmp, "row0"), max_runs=20,
+                            rate=Rate(10, 10, "BAD"))
+            self.assertEqual((got["decision"], got["runs"], got["cell"]), ("PASS", 4, "PASS 4/4 (miss ≤ 1% at 95%)"))
             r.set_plan("pass", "fail-own")
             with contextlib.redirect_stdout(io.StringIO()):
                 got = m.row(image, "fake-clean", os.path.join(r.tmp, "row2"), max_runs=3)

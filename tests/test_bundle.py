@@ -325,7 +325,7 @@ class Bundle(unittest.TestCase):
         # The prepared disk from the cache, as the runner keeps it (its
         # stamp: the patched kernel's and the reproducer's binary).
         os.makedirs(os.path.join(self.tmp, "kernels"), exist_ok=True)
-        patched = os.path.join(self.tmp, "kernels", "bzImage-x86_64-patched")
+        patched = os.path.join(self.tmp, "kernels", "bzImage-6.1-x86_64-patched")
         shutil.copy(self.image, patched)
         with open(patched + ".stamp", "w") as f:
             f.write("stampP\n")

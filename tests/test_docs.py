@@ -186,7 +186,7 @@ def check_readme_rates():
     for repro, arm, fails, runs in rows:
         try:
             with open(os.path.join(TOP, "repro", repro, "fail-rate.json")) as f:
-                rec = json.load(f)["arm" if arm else "x86_64"]
+                rec = json.load(f)["6.1"]["arm" if arm else "x86_64"]
         except (OSError, ValueError, KeyError) as e:
             check(False, f"README.md: {repro}: no recorded rate to state ({e})")
             continue

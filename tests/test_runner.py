@@ -39,9 +39,15 @@ META.update({
 })
 
 
-def kernel_image(path, stamp):
+def kernel_image(path, stamp, version=b"6.1.192 (krepro@krepro) #1"):
+    """A fake bzImage: the boot header's magic, and its kernel_version
+    pointer (0x20e, from 0x200) at a version string, as a real one has."""
+    img = bytearray(0x300)
+    img[0x202:0x206] = b"HdrS"
+    img[0x20E:0x210] = (0x80).to_bytes(2, "little")
+    img[0x280:0x280 + len(version)] = version
     with open(path, "wb") as f:
-        f.write(b"\0" * 514 + b"HdrS" + b"\0" * 64)
+        f.write(bytes(img))
     with open(path + ".stamp", "w") as f:
         f.write(stamp + "\n")
 
@@ -65,8 +71,8 @@ class Runner(unittest.TestCase):
                 f.write("krepro_reproducer()\n")
             open(os.path.join(src, name + ".c"), "w").close()
         os.makedirs(os.path.join(self.tmp, "kernels"))
-        kernel_image(os.path.join(self.tmp, "kernels", "bzImage-x86_64-unpatched"), "stampU")
-        kernel_image(os.path.join(self.tmp, "kernels", "bzImage-x86_64-patched"), "stampP")
+        kernel_image(os.path.join(self.tmp, "kernels", "bzImage-6.1-x86_64-unpatched"), "stampU")
+        kernel_image(os.path.join(self.tmp, "kernels", "bzImage-6.1-x86_64-patched"), "stampP")
         with open(os.path.join(self.tmp, "initrd"), "w") as f:
             f.write("fake")
         self.plan = os.path.join(self.tmp, "plan")
@@ -93,7 +99,7 @@ class Runner(unittest.TestCase):
     def record_rate(self, repro, fails, runs, build="stampU", **extra):
         d = os.path.join(self.tmp, "cache", "fail-rates")
         os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, f"{repro}.x86_64.json"), "w") as f:
+        with open(os.path.join(d, f"{repro}.6.1.x86_64.json"), "w") as f:
             json.dump({"base": None, "build": build, "fails": fails, "runs": runs,
                        "date": "2026-01-01", **extra}, f)
 
@@ -127,7 +133,7 @@ class Runner(unittest.TestCase):
                      ["--via", "lava-run", "--keep", "fake-bug"],
                      ["--vmlinux", "/etc/hostname", "fake-bug"],
                      ["--kernel", "patched", "--vmlinux", "/etc/hostname", "fake-bug"],
-                     ["--kernel", os.path.join(self.tmp, "kernels", "bzImage-x86_64-patched"),
+                     ["--kernel", os.path.join(self.tmp, "kernels", "bzImage-6.1-x86_64-patched"),
                       "--vmlinux", "/nonexistent", "fake-bug"]):
             with self.subTest(args=args):
                 self.assertEqual(self.run_krepro(*args), 128, self.out)
@@ -210,7 +216,9 @@ class Runner(unittest.TestCase):
         self.assertEqual([(r["outcome"], r["infra"]) for r in rec["runs"]],
                          [("BROKEN", True), ("BROKEN", True), ("PASS", False)])
         self.assertEqual(rec["infra_boots"], 2)
-        self.assertEqual(rec["rows"][0]["cell"], "PASS 1/1 (no recorded FAIL rate; miss not bounded)")
+        self.assertEqual(rec["rows"][0]["cell"], "PASS 1/1 (no recorded FAIL rate on branch 6.1; miss not "
+                                                 "bounded; 1 clean run misses ≤ 1% only a bug whose FAIL "
+                                                 "rate is ≥ 99%)")
         # A sequential bug row too: the failed boot is not one of its runs.
         self.set_plan("no-init", "fail-own")
         self.assertEqual(self.run_krepro("fake-bug"), 1, self.out)
@@ -270,7 +278,7 @@ class Runner(unittest.TestCase):
         self.assertEqual(self.boots(), 11)
         rows = self.record()["rows"]
         self.assertEqual([r["cell"] for r in rows], ["FAIL 5/5 (rate ≥ 54% at 95%)", "PASS 6/6 (miss ≤ 1% at 95%)"])
-        self.assertEqual(rows[0]["rate"]["source"], "no recorded rate: measured in this run")
+        self.assertEqual(rows[0]["rate"]["source"], "no recorded rate on branch 6.1: measured in this run")
         with open(os.path.join(self.results, "summary.md")) as f:
             md = f.read()
         self.assertIn("| fake-bug | patched | PASS 6/6 (miss ≤ 1% at 95%) | PASS ok |", md)
@@ -294,7 +302,7 @@ class Runner(unittest.TestCase):
         self.assertIn("20/20 recorded 2026-01-01, build stampU", rows[0]["rate"]["source"])
         self.assertEqual(rows[1]["cell"], "PASS 3/3 (miss ≤ 1% at 95%)")
         # The row's own FAIL was added to the cache's copy.
-        with open(os.path.join(self.tmp, "cache", "fail-rates", "fake-bug.x86_64.json")) as f:
+        with open(os.path.join(self.tmp, "cache", "fail-rates", "fake-bug.6.1.x86_64.json")) as f:
             self.assertEqual(json.load(f)["runs"], 21)
 
     def test_recorded_rate_of_another_build_is_not_used(self):
@@ -320,10 +328,42 @@ class Runner(unittest.TestCase):
 
     def test_cap_makes_a_row_undecided(self):
         self.set_plan("pass")
-        self.assertEqual(self.run_krepro("--max-runs", "4", "--kernel", "patched", "fake-bug"), 125)
+        self.assertEqual(self.run_krepro("--max-runs", "2", "--kernel", "patched", "fake-bug"), 125)
         row = self.record()["rows"][0]
-        self.assertEqual((row["decision"], row["runs"]), ("UNDECIDED", 4))
-        self.assertEqual(row["cell"], "undecided: PASS 4 in 4 runs")
+        self.assertEqual((row["decision"], row["runs"]), ("UNDECIDED", 2))
+        self.assertEqual(row["cell"], "undecided: PASS 2 in 2 runs")
+
+    def test_a_probe_without_a_rate_stops_after_a_few_clean_runs(self):
+        # No record of the kernel's branch: 3 clean runs, and the cell says
+        # what they bound instead of running to the cap.
+        self.set_plan("pass")
+        self.assertEqual(self.run_krepro("--kernel", "patched", "fake-bug"), 0, self.out)
+        row = self.record()["rows"][0]
+        self.assertEqual((row["decision"], row["runs"]), ("PASS", 3))
+        self.assertEqual(row["cell"], "PASS 3/3 (no recorded FAIL rate on branch 6.1; miss not bounded; "
+                                      "3 clean runs miss ≤ 1% only a bug whose FAIL rate is ≥ 79%)")
+
+    def test_a_record_of_one_branch_never_bounds_another(self):
+        self.record_rate("fake-bug", 20, 20)
+        self.set_plan("pass")
+        other = os.path.join(self.tmp, "probes", "six-twelve")
+        os.makedirs(os.path.dirname(other), exist_ok=True)
+        kernel_image(other, "stamp-612", b"6.12.118+deb12-cloud-amd64 (debian-kernel@lists.debian.org)")
+        self.assertEqual(self.run_krepro("--kernel", other, "fake-bug"), 0, self.out)
+        row = self.record()["rows"][0]
+        self.assertEqual(row["runs"], 3)
+        self.assertIn("no recorded FAIL rate on branch 6.12; miss not bounded", row["cell"])
+        self.assertEqual(self.record()["kernels"][0]["branch"], "6.12")
+
+    def test_rate_given_weighs_a_probe_row(self):
+        # --rate F/N (a bisection's BAD): one row, weighed with that rate.
+        self.record_rate("fake-bug", 20, 20)
+        self.set_plan("pass")
+        self.assertEqual(self.run_krepro("--rate", "10/10", "--kernel", "patched", "fake-bug"), 0, self.out)
+        row = self.record()["rows"][0]
+        want = stats.clean_runs_needed(stats.rate_lower(10, 10), 0.01)
+        self.assertEqual((row["runs"], row["cell"]), (want, f"PASS {want}/{want} (miss ≤ 1% at 95%)"))
+        self.assertIn("10/10 given with --rate", row["rate"]["source"])
 
     def test_confidence_sets_the_target(self):
         self.record_rate("fake-bug", 20, 20)
@@ -375,14 +415,16 @@ class Runner(unittest.TestCase):
         self.assertEqual(self.boots(), 3)
         row = self.record()["rows"][0]
         self.assertEqual(row["cell"], "PASS 3/3 (no CONFIG_KASAN: the use-after-free path cannot show; "
-                                      "miss not bounded)")
+                                      "miss not bounded; 3 clean runs miss ≤ 1% only a bug whose FAIL rate is ≥ 79%)")
         self.assertEqual((row["rate"], row["miss"]), (None, None))
         self.assertEqual(row["unbounded"], "no CONFIG_KASAN: the use-after-free path cannot show")
         # Sequentially nothing bounds a clean verdict there, 20/20 recorded or
-        # not: the row runs to the cap instead of stopping after 3.
+        # not: the row stops after 3 clean runs and says what they bound.
         self.set_plan("pass")
-        self.assertEqual(self.run_krepro("--kernel", k, "--max-runs", "4", "fake-two"), 125, self.out)
-        self.assertEqual(self.record()["rows"][0]["cell"], "undecided: PASS 4 in 4 runs")
+        self.assertEqual(self.run_krepro("--kernel", k, "--max-runs", "4", "fake-two"), 0, self.out)
+        self.assertEqual(self.record()["rows"][0]["cell"],
+                         "PASS 3/3 (no CONFIG_KASAN: the use-after-free path cannot show; miss not "
+                         "bounded; 3 clean runs miss ≤ 1% only a bug whose FAIL rate is ≥ 79%)")
         self.assertIn("no CONFIG_KASAN: the use-after-free path cannot show: a clean verdict "
                       "cannot be bounded", self.out)
         # With both detectors (and a record without an accelerator: TCG's),
@@ -399,7 +441,8 @@ class Runner(unittest.TestCase):
         k = self.probe_kernel("bare")
         self.assertEqual(self.run_krepro("--kernel", k, "--repeat", "1", "fake-two"), 0, self.out)
         self.assertEqual(self.record()["rows"][0]["cell"],
-                         "PASS 1/1 (kernel config unknown: detectors not checked; miss not bounded)")
+                         "PASS 1/1 (kernel config unknown: detectors not checked; miss not bounded"
+                         "; 1 clean run misses ≤ 1% only a bug whose FAIL rate is ≥ 99%)")
         self.assertIsNone(self.record()["kernels"][0]["config"])
         # A reproducer that needs no detector has nothing to check.
         self.assertEqual(self.run_krepro("--kernel", k, "fake-bug"), 0, self.out)
@@ -412,7 +455,7 @@ class Runner(unittest.TestCase):
             with self.subTest(config=config):
                 for f in ("unpatched", "patched"):
                     if config:
-                        with open(os.path.join(self.tmp, "kernels", f"bzImage-x86_64-{f}.config"), "w") as fh:
+                        with open(os.path.join(self.tmp, "kernels", f"bzImage-6.1-x86_64-{f}.config"), "w") as fh:
                             fh.write(config + "\n")
                 self.record_rate("fake-kasan-own", 20, 20)
                 self.set_plan("fail-own", "pass")
@@ -431,27 +474,30 @@ class Runner(unittest.TestCase):
         row = self.record()["rows"][0]
         self.assertEqual(self.record()["accel"], "tcg")
         self.assertEqual(row["cell"], "PASS 3/3 (the recorded rate was measured under kvm, this run "
-                                      "is under tcg; miss not bounded)")
+                                      "is under tcg; miss not bounded; 3 clean runs miss ≤ 1% only a bug whose FAIL rate is ≥ 79%)")
         self.assertIsNone(row["rate"])
 
     def test_a_calibration_records_its_accelerator(self):
         from krepro import rates
         saved = rates.repo_path, rates.cache_path
         rates.repo_path = lambda repro: os.path.join(self.tmp, f"{repro}.fail-rate.json")
-        rates.cache_path = lambda repro, arch: os.path.join(self.tmp, f"{repro}.{arch}.cache.json")
+        rates.cache_path = lambda repro, arch, branch: os.path.join(self.tmp, f"{repro}.{branch}.{arch}.cache.json")
         try:
-            rates.record("fake", "x86_64", "b", 3, 4, [2.0, 1.0], "c0ffee", "kvm")
+            rates.record("fake", "x86_64", "6.1", "b", 3, 4, [2.0, 1.0], "c0ffee", "kvm")
             with open(rates.repo_path("fake")) as f:
-                self.assertEqual(json.load(f)["x86_64"]["accel"], "kvm")
-            self.assertIsNone(rates.lookup("fake", "x86_64", None, accel="tcg")[0])
-            self.assertEqual(rates.lookup("fake", "x86_64", None, accel="kvm")[0]["runs"], 4)
+                self.assertEqual(json.load(f)["6.1"]["x86_64"]["accel"], "kvm")
+            self.assertIsNone(rates.lookup("fake", "x86_64", "6.1", None, accel="tcg")[0])
+            self.assertEqual(rates.lookup("fake", "x86_64", "6.1", None, accel="kvm")[0]["runs"], 4)
+            # A record of one branch never bounds a miss on another.
+            self.assertIsNone(rates.lookup("fake", "x86_64", "6.12", None, accel="kvm")[0])
+            self.assertIsNone(rates.lookup("fake", "x86_64", None, None)[0])
             # A bug row under TCG folds into a copy that is then "mixed": a
             # probe under KVM still has the record itself.
-            rates.add_runs("fake", "x86_64", "b", 1, 1, "tcg")
-            with open(rates.cache_path("fake", "x86_64")) as f:
+            rates.add_runs("fake", "x86_64", "6.1", "b", 1, 1, "tcg")
+            with open(rates.cache_path("fake", "x86_64", "6.1")) as f:
                 self.assertEqual(json.load(f)["accel"], "mixed")
-            self.assertEqual(rates.lookup("fake", "x86_64", None, accel="kvm")[0]["runs"], 4)
-            self.assertEqual(rates.lookup("fake", "x86_64", "b")[0]["runs"], 5)
+            self.assertEqual(rates.lookup("fake", "x86_64", "6.1", None, accel="kvm")[0]["runs"], 4)
+            self.assertEqual(rates.lookup("fake", "x86_64", "6.1", "b")[0]["runs"], 5)
         finally:
             rates.repo_path, rates.cache_path = saved
 
@@ -488,7 +534,7 @@ class Runner(unittest.TestCase):
         out = p.communicate(timeout=60)[0]
         self.assertEqual(p.returncode, 130, out)
         with open(os.path.join(self.tmp, "repro", "fake-bug", "fail-rate.json")) as f:
-            return json.load(f)["x86_64"]
+            return json.load(f)["6.1"]["x86_64"]
 
     def test_calibration_cut_short_keeps_what_it_measured(self):
         rec = self.calibrate_cut_short()
@@ -496,7 +542,7 @@ class Runner(unittest.TestCase):
         # ... but not over a longer record of the same build.
         path = os.path.join(self.tmp, "repro", "fake-bug", "fail-rate.json")
         with open(path, "w") as f:
-            json.dump({"x86_64": dict(rec, fails=20, runs=20, planned=None)}, f)
+            json.dump({"6.1": {"x86_64": dict(rec, fails=20, runs=20, planned=None)}}, f)
         self.assertEqual(self.calibrate_cut_short()["runs"], 20)
 
     def test_interrupted_run_keeps_what_finished(self):
@@ -595,7 +641,7 @@ class Runner(unittest.TestCase):
 
     def test_gdb_stops_the_guest_for_gdb_and_says_how_to_attach(self):
         self.set_plan("pass")
-        vmlinux = os.path.join(self.tmp, "kernels", "bzImage-x86_64-unpatched.vmlinux")
+        vmlinux = os.path.join(self.tmp, "kernels", "bzImage-6.1-x86_64-unpatched.vmlinux")
         open(vmlinux, "w").close()
         p = subprocess.run([RUN, "--results", self.results, "--gdb", "4444", "fake-clean"], env=self.env,
                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
@@ -639,8 +685,8 @@ class Runner(unittest.TestCase):
         rec = self.record()
         self.assertEqual(rec["jobs"], 2)
         self.assertEqual([(r["repro"], r["cell"]) for r in rec["rows"]],
-                         [("fake-clean", "PASS 3/3 (no recorded FAIL rate; miss not bounded)"),
-                          ("fake-clean2", "PASS 3/3 (no recorded FAIL rate; miss not bounded)")])
+                         [("fake-clean", "PASS 3/3 (no recorded FAIL rate on branch 6.1; miss not bounded; 3 clean runs miss ≤ 1% only a bug whose FAIL rate is ≥ 79%)"),
+                          ("fake-clean2", "PASS 3/3 (no recorded FAIL rate on branch 6.1; miss not bounded; 3 clean runs miss ≤ 1% only a bug whose FAIL rate is ≥ 79%)")])
 
     def test_krepro_jobs_sets_the_default_and_is_checked(self):
         self.set_plan("pass 1")

@@ -8,7 +8,7 @@ from . import gate as gatemod, render
 from .protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE
 from .usage import Parser
 
-SUBCOMMANDS = ("run", "report", "gate", "classify", "bisect", "bundle")
+SUBCOMMANDS = ("run", "report", "gate", "classify", "bisect", "bundle", "matrix")
 
 SYNOPSIS = """\
 usage: python3 -m krepro run ARGS...                 run-in-qemu.sh (see: run --help)
@@ -18,6 +18,7 @@ usage: python3 -m krepro run ARGS...                 run-in-qemu.sh (see: run --
                                                      reproducer of each (see: help classify)
        python3 -m krepro bisect --good G --bad B REPRO   find the commit that brought a bug in
        python3 -m krepro bundle REPRO --kernel K     one row as a tarball that runs with QEMU alone
+       python3 -m krepro matrix [--out F] DIR...     one matrix of several runs (branches, arches)
        python3 -m krepro help [SUBCOMMAND]           this, or a subcommand's --help
 """
 
@@ -65,6 +66,8 @@ sizes are printed. Builds what is missing, as run-in-qemu.sh does.
                   linux-image .deb or an unpacked one (its modules go in the
                   guest image)
   --arch A        x86_64 | arm (default x86_64, or $KREPRO_ARCH)
+  --branch B      stable branch of the flavours K names: 6.1 | 6.12 (default
+                  6.1, or $KREPRO_BRANCH)
   --out DIR       where the bundle goes (default: the current directory)
   --timeout SEC   run.sh's time limit (default: the reproducer's limit plus
                   the boot's margin, as run-in-qemu.sh)
@@ -107,20 +110,24 @@ def bisect(argv):
 
 
 def bundle(argv):
-    p = parser("bundle", "REPRO --kernel K [--arch A] [--out DIR] [--timeout SEC]", BUNDLE_HELP)
+    p = parser("bundle", "REPRO --kernel K [--arch A] [--branch B] [--out DIR] [--timeout SEC]",
+               BUNDLE_HELP)
     p.add_argument("repro", metavar="REPRO")
     p.add_argument("--kernel", required=True)
     p.add_argument("--arch", default=os.environ.get("KREPRO_ARCH") or "x86_64")
+    p.add_argument("--branch", default=os.environ.get("KREPRO_BRANCH") or None)
     p.add_argument("--out", default=".")
     p.add_argument("--timeout", type=int)
     o = p.parse_args(argv)
-    from . import arches, bundle as bundlemod, kernels, meta as metamod
+    from . import arches, branches, bundle as bundlemod, kernels, meta as metamod
     if o.arch not in arches.ARCHES:
         return fail("bundle", f"--arch is one of: {' '.join(arches.ARCHES)}, not '{o.arch}'")
+    if o.branch is not None and o.branch not in branches.BRANCHES:
+        return fail("bundle", f"--branch is one of: {' '.join(branches.BRANCHES)}, not '{o.branch[:40]}'")
     if o.timeout is not None and not 1 <= o.timeout <= 86400:
         return fail("bundle", f"--timeout wants a whole number from 1 to 86400, not '{o.timeout}'")
     try:
-        d, tarball = bundlemod.make(o.repro, o.kernel, o.arch, o.out, o.timeout)
+        d, tarball = bundlemod.make(o.repro, o.kernel, o.arch, o.out, o.timeout, o.branch)
     except (kernels.UsageError, bundlemod.BundleError, metamod.MetaError) as e:
         return fail("bundle", str(e))
     except kernels.Undecidable as e:
@@ -128,6 +135,18 @@ def bundle(argv):
         return UNDECIDED
     print(bundlemod.summary(d, tarball))
     return CLEAN
+
+
+def matrix(argv):
+    p = parser("matrix", "[--out FILE] DIR...", "One matrix, reproducer x branch x flavour, of "
+               "the runs in the run directories DIR (make repro-all makes one a branch and "
+               "arch). Exit status: 0 every row as expected, 1 one not, 125 a row undecided, "
+               "128 a run directory that cannot be read.")
+    p.add_argument("dirs", metavar="DIR", nargs="+")
+    p.add_argument("--out")
+    o = p.parse_args(argv)
+    from . import matrix as matrixmod
+    return matrixmod.main(o.dirs, o.out)
 
 
 def fail(sub, msg):
@@ -153,7 +172,7 @@ def main(argv):
         from . import cli
         return cli.main(rest)
     handler = {"report": report, "gate": gate, "classify": classify, "bisect": bisect,
-               "bundle": bundle}.get(sub)
+               "bundle": bundle, "matrix": matrix}.get(sub)
     if handler is None:
         what = f"unknown option {sub!r}" if sub.startswith("-") else f"unknown subcommand {sub!r}"
         print(f"krepro: {what}: the subcommands are {', '.join(SUBCOMMANDS)} (see --help)", file=sys.stderr)

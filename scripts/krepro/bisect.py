@@ -36,11 +36,15 @@ Options:
   --good G          a commit without the bug
   --bad B           a later commit with it; GOOD must be an ancestor of BAD
   --arch A          x86_64 | arm (default x86_64, or $KREPRO_ARCH)
+  --branch B        with --rate recorded: the stable branch whose record applies
+                    (default: the tree's own, from its Makefile; 6.1 | 6.12)
   --rate R          measure (default): the driver runs REPRO --calibrate times
                     on BAD first and weighs every clean run with that FAIL
                     rate's 95% lower bound (the general case: krepro has no
-                    record for this history); recorded: the reproducer's
-                    recorded rate instead (no guests spent on BAD's rate)
+                    record for this history), passed to every step's row
+                    (run-in-qemu.sh --rate); recorded: the reproducer's
+                    recorded rate of the tree's branch instead (no guests spent
+                    on BAD's rate)
   --calibrate N     guests on BAD for --rate measure, 1-1000 (default {calibrate})
   --miss P          target miss chance of one good verdict, 0<P<1 (default {miss})
   --floor F         name no culprit below this confidence, 0<F<1 (default {floor})
@@ -84,6 +88,7 @@ def parse(argv):
     p.add_argument("--good")
     p.add_argument("--bad")
     p.add_argument("--arch", default=os.environ.get("KREPRO_ARCH") or "x86_64")
+    p.add_argument("--branch")
     p.add_argument("--rate", choices=("measure", "recorded"), default="measure")
     p.add_argument("--calibrate", type=bounded("--repeat"), default=DEFAULT_CALIBRATE)
     p.add_argument("--miss", type=probability, default=DEFAULT_MISS)
@@ -147,6 +152,20 @@ def main(argv):
         return USAGE
 
 
+def record_branch(o):
+    """The stable branch whose recorded rate --rate recorded takes: --branch,
+    else the tree's own (its Makefile), which must be one krepro records."""
+    from . import branches
+    b = o.branch or branches.of_tree(o.tree)
+    if b is None:
+        raise UsageError(f"--rate recorded: {o.tree}'s stable branch is unknown (no VERSION and "
+                         "PATCHLEVEL in its Makefile): give --branch, or use --rate measure")
+    if b not in branches.BRANCHES:
+        raise UsageError(f"--rate recorded: krepro records no rates for branch {b[:40]} "
+                         f"(only {' '.join(branches.BRANCHES)}): use --rate measure")
+    return b
+
+
 def start(o):
     from . import meta as metamod, rates
     if not o.good or not o.bad:
@@ -160,7 +179,8 @@ def start(o):
         raise UsageError(err)
     recorded = None
     if o.rate == "recorded":
-        rec, note = rates.lookup(o.repro[0], o.arch, None, accel="tcg")
+        branch = record_branch(o)
+        rec, note = rates.lookup(o.repro[0], o.arch, branch, None, accel="tcg")
         if rec is None:
             raise UsageError(f"--rate recorded: {note}; use --rate measure")
         recorded = Rate(rec["fails"], rec["runs"], rates.describe(rec))

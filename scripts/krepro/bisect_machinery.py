@@ -159,12 +159,15 @@ class Machinery:
         if image and os.path.islink(image + ".vmlinux"):
             os.unlink(image + ".vmlinux")
 
-    def row(self, image, repro, results, max_runs=None, repeat=None):
+    def row(self, image, repro, results, max_runs=None, repeat=None, rate=None):
         """One probe row of repro on image: run.json's row record, with
         run-in-qemu.sh's exit status as "code" (None for the row when it
-        wrote none)."""
+        wrote none). rate: the bisection's (bisect_confidence.Rate), which
+        the row's clean runs are weighed with, not a record of run-in-qemu.sh's."""
         cmd = [os.path.join(TOP, "run-in-qemu.sh"), "--arch", self.arch, "--kernel", image,
                "--results", results, *self.run_args]
+        if rate is not None and rate.fails > 0 and not repeat:
+            cmd += ["--rate", f"{rate.fails}/{rate.trials}"]
         cmd += ["--repeat", str(repeat)] if repeat else ["--max-runs", str(max_runs)]
         p = subprocess.run(cmd + [repro])
         try:

@@ -91,7 +91,7 @@ class Bisect:
         """One more row of step st: its record added to the step's."""
         d = os.path.join(self.results, f"step{st['n']:02d}-{st['role']}-{st['commit'][:12]}"
                          + (f"-{len(st['rows']) + 1}" if st["rows"] else ""))
-        r = self.m.row(image, self.repro, d, **kw)
+        r = self.m.row(image, self.repro, d, rate=self.rate, **kw)
         if r.get("code") in (USAGE, INTERRUPTED):
             raise Stop(r["code"], "run-in-qemu.sh exited "
                        + ("130: interrupted" if r["code"] == INTERRUPTED else

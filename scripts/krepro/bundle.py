@@ -109,7 +109,7 @@ def guest_initrd(kernel, meta, base):
     return initrd
 
 
-def make_disk(meta, arch, initrd, stage, jobs):
+def make_disk(meta, arch, initrd, stage, jobs, branch=None):
     """meta's disk in the stage as qcow2 (None when it needs none), and a
     line for the README."""
     if meta.disk_mib <= 0:
@@ -124,7 +124,7 @@ def make_disk(meta, arch, initrd, stage, jobs):
     with tempfile.TemporaryDirectory() as results:
         # The disk the runner prepares on the patched kernel (cached); this
         # boots a guest only when the cache has none for this build.
-        config = types.SimpleNamespace(results=results, arch=arch, jobs=jobs)
+        config = types.SimpleNamespace(results=results, arch=arch, jobs=jobs, branch=branch)
         raw, err = disks.prepare(config, "tcg", initrd, meta, [])
     if err:
         raise BundleError(f"{meta.name}'s disk: {err}")
@@ -135,20 +135,20 @@ def make_disk(meta, arch, initrd, stage, jobs):
                  "copy-on-write (snapshot=on), so it never changes.")
 
 
-def make(repro, spec, arch, out_dir, timeout=None):
+def make(repro, spec, arch, out_dir, timeout=None, branch=None):
     """Write the bundle of repro on kernel spec into out_dir: (its directory,
     its tarball)."""
     err = metamod.check_names(metamod.sources(), arch, [repro])
     if err:
         raise UsageError(err)
-    kernel = Kernel(spec, arch)
+    kernel = Kernel(spec, arch, branch)
     kernel.check()
     if not os.environ.get("KREPRO_NO_BUILD"):
         metamod.ensure_built()
     meta = metamod.load_all().get(repro)
     if meta is None:
         raise BundleError(f"{repro}: in the source tree but not built: run make build")
-    extra = (Kernel("patched", arch),) if meta.prepare else ()
+    extra = (Kernel("patched", arch, branch),) if meta.prepare else ()
     if not prepare_kernels((kernel,) + extra):
         raise Undecidable(f"the kernel {spec} could not be had (above)")
     limit = timeout or meta.time_limit
@@ -166,12 +166,12 @@ def make(repro, spec, arch, out_dir, timeout=None):
                 raise BundleError(str(e))
             initrd = guest_initrd(kernel, meta, base)
             own = guest.own_image(base, meta.name) != base
-            disk, disk_note = make_disk(meta, arch, base, stage, guest.default_jobs())
+            disk, disk_note = make_disk(meta, arch, base, stage, guest.default_jobs(), branch)
         cfg, config_src, config_note = config_file(kernel)
         files, initrd_name, comp_why = write_files(stage, meta, kernel, arch, initrd, own,
                                                    config_src, cfg, disk)
         with open(os.path.join(stage, "README.md"), "w", encoding="utf-8") as f:
-            f.write(bundle_readme.readme_text(meta, kernel.label, build_id(kernel), CONFIG, arch, files, comp_why,
+            f.write(bundle_readme.readme_text(meta, kernel, build_id(kernel), CONFIG, arch, files, comp_why,
                                           disk_note, config_note, limit))
         with open(os.path.join(stage, "run.sh"), "w") as f:
             f.write(run_sh(meta, kernel, arch, limit, initrd_name, disk is not None))

@@ -38,7 +38,7 @@ def expected_lines(meta):
     return "\n".join(out)
 
 
-def readme_text(meta, label, build, config_name, arch, files, comp_why, disk_note, config_note, limit):
+def readme_text(meta, kernel, build, config_name, arch, files, comp_why, disk_note, config_note, limit):
     """The bundle's README: what it is and how to run it, what PASS and FAIL
     look like, then the reproducer's own words on the bug and its files."""
     src = os.path.join(repro_dir(), meta.name, "README.md")
@@ -47,7 +47,8 @@ def readme_text(meta, label, build, config_name, arch, files, comp_why, disk_not
             own = f.read()
     except OSError:
         own = ""
-    parts = (readme_head(meta, label, build, config_name, arch, config_note, limit) + readme_outcomes(meta, arch)
+    parts = (readme_head(meta, kernel.label, build, config_name, arch, config_note, limit)
+             + readme_outcomes(meta, arch, kernel.branch)
              + readme_tail(own, files, comp_why, disk_note))
     return "\n".join(parts) + "\n"
 
@@ -88,7 +89,7 @@ def readme_head(meta, label, build, config_name, arch, config_note, limit):
     return parts
 
 
-def readme_outcomes(meta, arch):
+def readme_outcomes(meta, arch, branch):
     parts = [
         "## What PASS and FAIL look like",
         "",
@@ -114,10 +115,10 @@ def readme_outcomes(meta, arch):
         "The reproducer refuses to run outside a guest: its harness checks for "
         "`krepro.guest=1` on the kernel command line, which run.sh passes.",
     ]
-    rate = (rates.load_repo(meta.name) or {}).get(arch)
+    rate = rates.repo_record(meta.name, arch, branch) if branch else None
     if rate and rate.get("runs"):
         parts += ["", f"One run is one trial. krepro measured this reproducer FAILing in "
-                  f"{rate['fails']} of {rate['runs']} runs on its kernel with the bug (build "
+                  f"{rate['fails']} of {rate['runs']} runs on its {branch} kernel with the bug (build "
                   f"{rate.get('build', '?')[:12]}, {rate.get('date', '?')}, QEMU "
                   f"{rates.accel_of(rate).upper()}); runs on a kernel of yours may differ. "
                   "To try more than once: `for i in 1 2 3; do ./run.sh || break; done`."]

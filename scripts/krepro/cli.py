@@ -7,7 +7,7 @@ import shlex
 import shutil
 import sys
 
-from . import arches, guest, kernels, lava_lab, meta as metamod, plan, rates, render, runner
+from . import arches, branches, guest, kernels, lava_lab, meta as metamod, plan, rates, render, runner
 from .config import RunConfig
 from .kernels import FLAVOURS
 from .paths import TOP, build, git_commit
@@ -50,6 +50,16 @@ def bounded(name):
     return conv
 
 
+def given_rate(v):
+    """--rate FAILS/RUNS: a FAIL rate measured elsewhere (ASCII digits)."""
+    f, sep, n = v.partition("/")
+    if not (sep and f.isascii() and n.isascii() and f.isdigit() and n.isdigit()
+            and 0 < int(f) <= int(n) <= 100000):
+        raise argparse.ArgumentTypeError(f"wants FAILS/RUNS with 0 < FAILS <= RUNS <= 100000, "
+                                         f"not '{v[:40]}'")
+    return int(f), int(n)
+
+
 def probability(v):
     try:
         x = float(v)
@@ -68,6 +78,8 @@ def parse(argv):
     p.add_argument("--version", action="store_true")
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("--arch", default=os.environ.get("KREPRO_ARCH") or "x86_64")
+    p.add_argument("--branch")
+    p.add_argument("--rate", type=given_rate)
     p.add_argument("--kernel", action="append", dest="kernels", default=[])
     p.add_argument("--tree", action="append", dest="trees", default=[])
     p.add_argument("--miss", type=probability)
@@ -131,6 +143,9 @@ def check_options(o):
     problem, or None."""
     if o.arch not in arches.ARCHES:
         return f"--arch is one of: {' '.join(arches.ARCHES)}, not '{o.arch}'"
+    err = check_branch(o)
+    if err:
+        return err
     if o.via not in ("qemu", "lava-run") and not (o.via.startswith("lava:") and len(o.via) > 5):
         return f"--via is qemu, lava-run or lava:IDENTITY, not '{o.via}'"
     if o.via != "qemu" and (o.keep or o.gdb):
@@ -145,6 +160,19 @@ def check_options(o):
     return check_via(o) or check_jobs_env(o) or (
         "--miss and --confidence say the same thing: give one" if o.miss and o.confidence else
         "--replace goes with --results DIR" if o.replace and not o.results else None)
+
+
+def check_branch(o):
+    """--branch, else KREPRO_BRANCH, else the default: a row of
+    scripts/branches.tsv (o.branch set to it)."""
+    given, src = (o.branch, "--branch") if o.branch is not None else \
+        (os.environ.get("KREPRO_BRANCH") or None, "KREPRO_BRANCH")
+    if given is not None and given not in branches.BRANCHES:
+        close = difflib.get_close_matches(given[:40], branches.BRANCHES, n=1)
+        return (f"{src} is one of: {' '.join(branches.BRANCHES)}, not '{given[:40]}'"
+                + (f"; did you mean {close[0]}?" if close else ""))
+    o.branch = given or branches.DEFAULT
+    return None
 
 
 def check_via(o):
@@ -182,7 +210,7 @@ def check_jobs_env(o):
 def make_kernels(o):
     """The kernels the run boots, checked: (kernels, None) or (None, why not)."""
     specs = o.kernel_specs or ["unpatched"]
-    ks = tuple(kernels.Kernel(s, o.arch) for s in specs)
+    ks = tuple(kernels.Kernel(s, o.arch, o.branch) for s in specs)
     try:
         for k in ks:
             k.check()
@@ -211,6 +239,9 @@ def check_kernels(o, specs, ks):
     if (o.keep or o.gdb) and (len(o.repros) != 1 or len(ks) != 1):
         return (f"--{'gdb' if o.gdb else 'keep'} holds one guest on this terminal: give one "
                 f"reproducer and one kernel, not {len(o.repros)} and {len(ks)}")
+    if o.rate and o.expect:
+        return ("--rate weighs the clean rows of kernels under test; --expect's rows have "
+                "their branch's records: give one")
     if o.record_rates and (specs != ["unpatched"] or not o.repeat):
         return "--record-rates measures the bug kernel: --kernel unpatched --repeat N only"
     return None
@@ -237,7 +268,7 @@ def settle(o, ks):
         via=o.via, artifacts=(d, url) if o.via.startswith("lava:") else None, accel=o.accel,
         initrd=os.environ.get("KREPRO_INITRD"), expect=o.expect, any_report=o.any_report,
         record_rates=o.record_rates, keep=keep, gdb=o.gdb, append=o.append,
-        qemu_extra=tuple(shlex.split(o.qemu_opts)))
+        qemu_extra=tuple(shlex.split(o.qemu_opts)), branch=o.branch, rate=o.rate)
 
 
 def check_results(o):
@@ -253,13 +284,21 @@ def check_results(o):
 
 
 def version(o):
+    """krepro's commit and, for each branch (or --branch's), each arch's
+    flavours as built here."""
     print(f"krepro {git_commit()} ({TOP})")
-    for arch in arches.ARCHES:
-        for f in FLAVOURS:
-            img = kernels.flavour_image(arch, f)
-            stamp = kernels.read_stamp(img)
-            print(f"  {arch} {f}: " + (f"build {stamp[:12]}, {img}" if stamp and os.path.isfile(img)
-                                       else f"not built ({img}; make kernels builds it)"))
+    if o.branch is not None and check_branch(o):
+        return fail(check_branch(o))
+    for b in ([o.branch] if o.branch else branches.BRANCHES):
+        src = branches.installed_version(b)
+        print(f"branch {b}: {branches.BRANCHES[b]['package']} "
+              + (src if src else "not installed (make kernels installs it)"))
+        for arch in arches.ARCHES:
+            for f in FLAVOURS:
+                img = kernels.flavour_image(arch, f, b)
+                stamp = kernels.read_stamp(img)
+                print(f"  {arch} {f}: " + (f"build {stamp[:12]}, {img}" if stamp and os.path.isfile(img)
+                                           else f"not built ({img}; make kernels builds it)"))
     return 0
 
 
@@ -313,6 +352,6 @@ def run(config):
         return fail(f"cannot create {config.results}: {e}")
     code = runner.main_run(config, metas)
     if config.record_rates and code in (0, 1, INTERRUPTED):
-        rates.record_run(config.results, config.arch, config.repros,
-                         kernels.unpatched_build(config.arch), config.repeat)
+        rates.record_run(config.results, config.arch, config.branch, config.repros,
+                         kernels.unpatched_build(config.arch, config.branch), config.repeat)
     return code

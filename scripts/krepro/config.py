@@ -25,6 +25,8 @@ class RunConfig:
     gdb: int = None
     append: str = ""
     qemu_extra: tuple = ()
+    branch: str = None      # --branch: the stable branch of krepro's flavours (None: the default)
+    rate: tuple = None      # --rate: (FAILs, runs) measured elsewhere, weighing clean probe rows
 
     @property
     def lab(self):

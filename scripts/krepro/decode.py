@@ -5,6 +5,7 @@ import re
 import subprocess
 
 from .arches import ARCHES
+from . import branches
 from .paths import cache
 
 # A decoded frame names its source line: "j1939_can_recv (net/can/j1939/main.c:108)".
@@ -38,8 +39,8 @@ def has_line_info(vmlinux, arch):
 
 def script(tree=None):
     """decode_stacktrace.sh and the tree it belongs to: a --tree's own, else
-    krepro's linux-6.1 (the script decodes any kernel's vmlinux)."""
-    for t in (tree, os.path.join(cache(), "linux-6.1")):
+    one of krepro's branch trees (the script decodes any kernel's vmlinux)."""
+    for t in (tree, *(branches.tree_path(cache(), b) for b in branches.BRANCHES)):
         if t and os.path.isfile(os.path.join(t, "scripts", "decode_stacktrace.sh")):
             return os.path.join(t, "scripts", "decode_stacktrace.sh"), t
     return None, None

@@ -4,7 +4,7 @@ build and the reproducer's binary."""
 import hashlib
 import os
 
-from . import guest
+from . import branches, guest
 from .backend import GuestSpec
 from .guest import log
 from .kernels import flavour_image, read_stamp
@@ -22,10 +22,10 @@ def blank(results, meta):
     return path
 
 
-def prepared_stamp(arch, meta):
-    """What a prepared disk is valid for: the patched kernel (built before
-    the machine lock) and the reproducer's binary."""
-    h = hashlib.sha256((read_stamp(flavour_image(arch, "patched")) or "").encode())
+def prepared_stamp(arch, branch, meta):
+    """What a prepared disk is valid for: the branch's patched kernel (built
+    before the machine lock) and the reproducer's binary."""
+    h = hashlib.sha256((read_stamp(flavour_image(arch, "patched", branch)) or "").encode())
     with open(os.path.join(build(), "repro", meta.name), "rb") as f:
         h.update(f.read())
     return h.hexdigest()
@@ -39,11 +39,12 @@ def prepare(config, accel, initrd, meta, record):
         return None, None
     if not meta.prepare:
         return blank(config.results, meta), None
-    stamp = prepared_stamp(config.arch, meta)
-    img = os.path.join(cache(), "images", f"{meta.name}.img")
+    branch = getattr(config, "branch", None) or branches.DEFAULT
+    stamp = prepared_stamp(config.arch, branch, meta)
+    img = os.path.join(cache(), "images", branch, f"{meta.name}.img")
     if os.path.isfile(img) and read(img + ".stamp").strip() == stamp:
         return img, None
-    log(f"preparing {meta.name}'s disk on the patched kernel")
+    log(f"preparing {meta.name}'s disk on the {branch} patched kernel")
     os.makedirs(os.path.dirname(img), exist_ok=True)
     # Its own scratch file: two runs on one machine (two checkouts) may
     # prepare the same disk at once; each replaces the image atomically.
@@ -54,7 +55,7 @@ def prepare(config, accel, initrd, meta, record):
     os.makedirs(rundir, exist_ok=True)
     spec = GuestSpec(
         name=f"{meta.name}'s disk", arch=config.arch, accel=accel,
-        image=flavour_image(config.arch, "patched"), initrd=guest.own_image(initrd, meta.name),
+        image=flavour_image(config.arch, "patched", branch), initrd=guest.own_image(initrd, meta.name),
         cmdline=guest.kernel_cmdline(config.arch, meta.name, meta.cmdline, prepare=True),
         cpus=meta.cpus, rundir=rundir, limit=meta.time_limit, disk=tmp, jobs=config.jobs)
     res = guest.Qemu(prepare=True).run(spec)

@@ -5,7 +5,7 @@ import difflib
 import os
 import subprocess
 
-from . import arches, distro, evidence
+from . import arches, branches, distro, evidence
 from .guest import log
 from .paths import SCRIPTS, cache, kernels as kernels_dir
 from .usage import UsageError  # noqa: F401  (callers catch kernels.UsageError)
@@ -17,15 +17,19 @@ class Undecidable(Exception):
     """The commit cannot be judged (a --tree that does not build)."""
 
 
-def kernels_sh(arch, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env_extra=None):
-    """scripts/kernels.sh for arch; its output captured unless told not to."""
-    env = dict(os.environ, KREPRO_ARCH=arch, **(env_extra or {}))
+def kernels_sh(arch, *args, branch=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+               env_extra=None):
+    """scripts/kernels.sh for arch and branch (None: the default); its output
+    captured unless told not to."""
+    env = dict(os.environ, KREPRO_ARCH=arch, KREPRO_BRANCH=branch or branches.DEFAULT,
+               **(env_extra or {}))
     return subprocess.run([os.path.join(SCRIPTS, "kernels.sh"), *args], env=env,
                           stdout=stdout, stderr=stderr, text=True)
 
 
-def flavour_image(arch, flavour):
-    return os.path.join(kernels_dir(), f"{arches.image_name(arch)}-{arch}-{flavour}")
+def flavour_image(arch, flavour, branch=None):
+    return os.path.join(kernels_dir(),
+                        f"{arches.image_name(arch)}-{branch or branches.DEFAULT}-{arch}-{flavour}")
 
 
 def read_stamp(image):
@@ -36,16 +40,17 @@ def read_stamp(image):
         return None
 
 
-def unpatched_build(arch):
-    """The unpatched flavour's build stamp, when it is built: recorded rates
-    are valid for it."""
-    return read_stamp(flavour_image(arch, "unpatched"))
+def unpatched_build(arch, branch=None):
+    """The branch's unpatched flavour's build stamp, when it is built:
+    recorded rates are valid for it."""
+    return read_stamp(flavour_image(arch, "unpatched", branch))
 
 
 
 class Kernel:
-    def __init__(self, spec, arch):
+    def __init__(self, spec, arch, branch=None):
         self.spec, self.arch = spec, arch
+        self.run_branch = branch or branches.DEFAULT  # --branch: the flavours' branch
         self.flavour = spec if spec in FLAVOURS else None
         self.tree = spec[5:] if spec.startswith("tree:") else None
         self.image = None
@@ -90,18 +95,19 @@ class Kernel:
     def prepare(self):
         """Build what is missing (flavours, trees); the image path."""
         if self.flavour:
-            self.image = flavour_image(self.arch, self.flavour)
+            self.image = flavour_image(self.arch, self.flavour, self.run_branch)
             if os.environ.get("KREPRO_NO_BUILD"):
                 if not os.path.isfile(self.image):
                     raise Undecidable(f"KREPRO_NO_BUILD is set and there is no {self.image}")
-            elif not os.path.isfile(self.image) or kernels_sh(self.arch, "stale", self.flavour).stdout.strip():
-                log(f"the {self.flavour} kernel is missing or stale: building it first")
-                if kernels_sh(self.arch, "build", self.flavour, stdout=None, stderr=None,
-                              env_extra={"KREPRO_DIE_CODE": "125"}).returncode:
+            elif not os.path.isfile(self.image) or \
+                    kernels_sh(self.arch, "stale", self.flavour, branch=self.run_branch).stdout.strip():
+                log(f"the {self.run_branch} {self.flavour} kernel is missing or stale: building it first")
+                if kernels_sh(self.arch, "build", self.flavour, branch=self.run_branch, stdout=None,
+                              stderr=None, env_extra={"KREPRO_DIE_CODE": "125"}).returncode:
                     raise Undecidable(f"building the {self.flavour} kernel failed")
         elif self.tree is not None:
             # kernels.sh prints the image's path; its progress goes to the terminal.
-            p = kernels_sh(self.arch, "build-tree", self.tree, stderr=None,
+            p = kernels_sh(self.arch, "build-tree", self.tree, branch=self.run_branch, stderr=None,
                            env_extra={"KREPRO_DIE_CODE": "125"})
             if p.returncode:
                 raise Undecidable(f"--tree {self.tree} was not built")
@@ -143,8 +149,31 @@ class Kernel:
     def build_id(self):
         return read_stamp(self.image) if self.flavour else None
 
+    @property
+    def branch(self):
+        """The stable branch this kernel is of (major.minor), or None when it
+        cannot be told: a flavour's is the run's --branch; a distribution
+        kernel's its release; a tree's its Makefile; an x86 image's its
+        version string. It may be a branch krepro has no patches for."""
+        if self.flavour:
+            return self.run_branch
+        if self.release:
+            return branches.of_release(self.release)
+        if self.tree is not None:
+            return branches.of_tree(self.tree)
+        if self.image and self.arch == "x86_64":
+            return branches.of_bzimage(self.image)
+        return None
+
+    def source_tree(self):
+        """krepro's tree of this kernel's branch (or the default branch's when
+        krepro has none of it): kbuild's scripts and the Kconfig that maps
+        options to modules."""
+        b = self.branch if self.branch in branches.BRANCHES else self.run_branch
+        return branches.tree_path(cache(), b), b
+
     def record(self):
-        return {"label": self.label, "spec": self.spec, "image": self.image,
+        return {"label": self.label, "spec": self.spec, "image": self.image, "branch": self.branch,
                 "build": self.build_id, "modules": self.release, "initrd": self.initrd,
                 "config": self.config_source if self.config is not None else None}
 
@@ -155,8 +184,9 @@ class Kernel:
     def guest_image(self, base, repros, metas):
         """A distribution kernel's guest image: krepro's with the modules its
         reproducers need (scripts/krepro/distro.py)."""
-        tree = os.path.join(cache(), "linux-6.1")
-        if not os.path.isdir(tree) and kernels_sh(self.arch, "tree", stdout=None, stderr=None).returncode:
+        tree, branch = self.source_tree()
+        if not os.path.isdir(tree) and kernels_sh(self.arch, "tree", branch=branch, stdout=None,
+                                                  stderr=None).returncode:
             raise Undecidable("the kernel tree (scripts/kernels.sh tree) is needed to map options to modules")
         plan = distro.Plan(self.arch, self.release, self.distro_root, tree, metas, repros)
         for r in repros:
@@ -178,7 +208,8 @@ def kernel_config(kernel):
         path = os.path.join(kernel.distro_root, "boot", f"config-{kernel.release}")
         if os.path.isfile(path):
             return distro.read_config(path), path
-    image = kernel.image or (flavour_image(kernel.arch, kernel.flavour) if kernel.flavour else None)
+    image = kernel.image or (flavour_image(kernel.arch, kernel.flavour, kernel.run_branch)
+                             if kernel.flavour else None)
     if not image or not os.path.isfile(image):
         return None, "no image yet"
     cands = [image + ".config"]
@@ -195,7 +226,7 @@ def ikconfig(kernel, image):
     """The config an image carries, read by kbuild's scripts/extract-ikconfig
     (the --tree's own, else the cache tree's): (options, "CONFIG_IKCONFIG")
     or (None, why not)."""
-    cands = [os.path.join(cache(), "linux-6.1", "scripts", "extract-ikconfig")]
+    cands = [os.path.join(kernel.source_tree()[0], "scripts", "extract-ikconfig")]
     if kernel.tree:
         cands.insert(0, os.path.join(kernel.tree, "scripts", "extract-ikconfig"))
     x = next((c for c in cands if os.access(c, os.X_OK)), None)

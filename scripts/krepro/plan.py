@@ -1,7 +1,6 @@
 """run-in-qemu.sh --dry-run: what a run would build and boot, and how long it
 would take from the recorded times. Reads files only; builds and boots
 nothing."""
-import json
 import os
 
 from . import evidence, kernels, meta as metamod, rates, stats
@@ -23,11 +22,11 @@ def kernel_line(k):
     """What the run does for kernel k before its rows, and the build seconds
     it may cost (None: nothing to build; "unknown": a build of unknown cost)."""
     if k.flavour:
-        img = kernels.flavour_image(k.arch, k.flavour)
+        img = kernels.flavour_image(k.arch, k.flavour, k.run_branch)
         stamp = kernels.read_stamp(img)
         if not os.path.isfile(img) or not stamp:
             return f"not built: built first ({img})", "unknown"
-        if kernels.kernels_sh(k.arch, "stale", k.flavour).stdout.strip():
+        if kernels.kernels_sh(k.arch, "stale", k.flavour, branch=k.run_branch).stdout.strip():
             last = timing(img)
             return (f"stale (a patch or fragment changed): rebuilt first; its last build took "
                     f"{last} s" if last is not None else "stale: rebuilt first"), last or "unknown"
@@ -38,16 +37,14 @@ def kernel_line(k):
     return f"{what} ({k.image})", None
 
 
-def guest_seconds(repro, arch):
-    """The recorded median seconds of one guest of repro, and where it is from."""
-    try:
-        with open(rates.repo_path(repro)) as f:
-            rec = json.load(f).get(arch) or {}
-    except (OSError, ValueError):
-        rec = {}
+def guest_seconds(repro, arch, branch):
+    """The recorded median seconds of one guest of repro on branch, and where
+    it is from."""
+    rec = rates.repo_record(repro, arch, branch) or {}
     secs = rec.get("seconds") or []
     if len(secs) == 3:
-        return secs[1], f"median of {rec.get('runs', '?')} unpatched guests, {rec.get('date', '?')}"
+        return secs[1], (f"median of {rec.get('runs', '?')} unpatched guests on {branch}, "
+                         f"{rec.get('date', '?')}")
     return None, "no recorded guest time"
 
 
@@ -62,7 +59,7 @@ def row_guests(config, repro, k, meta):
     # Under --accel auto the accelerator is known only once a guest boots.
     accel = "tcg" if config.arch != "x86_64" else None if config.accel == "auto" else config.accel
     caveat = ""
-    rec, note = rate_record(repro, config.arch, r, sight, accel)
+    rec, note = rate_record(repro, k, r, sight, accel, config.rate)
     if rec and r == "probe" and accel is None:
         caveat = f"; it applies only if the guests run under {rates.accel_of(rec)}"
     rate = (rec["fails"], rec["runs"], note) if rec else None
@@ -77,6 +74,9 @@ def row_guests(config, repro, k, meta):
         why = (f"{n} clean runs for {stats.miss_bound(config.miss)} "
                f"(rate {rate[0]}/{rate[1]}, bound ≥ {stats.pct(stats.rate_lower(rate[0], rate[1]))}"
                f"{caveat})")
+    elif r == "probe":
+        why = (f"no FAIL rate to weigh clean runs ({note}): stops after "
+               f"{stats.Row.UNBOUNDED_CLEAN} clean runs, miss not bounded")
     else:
         why = f"no FAIL rate to weigh clean runs: runs to the cap ({note})"
     return r, n, why
@@ -84,7 +84,8 @@ def row_guests(config, repro, k, meta):
 
 def dry_run(config):
     print("krepro: dry run: nothing is built or booted")
-    print(f"krepro {git_commit()}, arch {config.arch}, accel {config.accel}, via {config.via}, "
+    print(f"krepro {git_commit()}, branch {config.branch or kernels.branches.DEFAULT}, "
+          f"arch {config.arch}, accel {config.accel}, via {config.via}, "
           f"{config.jobs} guest(s) at a time")
     builds = []
     print("kernels:")
@@ -108,7 +109,7 @@ def dry_run(config):
     print("rows (guests if each run ends as its role expects; time from recorded guest medians):")
     total_guests, total_secs, unknown = 0, 0.0, []
     for r in config.repros:
-        secs, src = guest_seconds(r, config.arch)
+        secs, src = guest_seconds(r, config.arch, config.branch or kernels.branches.DEFAULT)
         for k in config.kernels:
             rl, n, why = row_guests(config, r, k, metas.get(r))
             total_guests += n

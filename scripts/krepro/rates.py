@@ -1,18 +1,20 @@
 """Recorded FAIL rates: what a reproducer's bug row measured, and where.
 
-repro/<id>/fail-rate.json holds, per arch, the calibration that was committed
+repro/<id>/fail-rate.json holds, per stable branch and arch ({"6.1": {"x86_64":
+record}}), the calibration that was committed
 (`make calibrate`): fails, runs, date, krepro commit, the accelerator its
 guests ran under (a record without one was measured under TCG), and the
 unpatched kernel's build stamp (a hash of the source tree, patches and config
 fragments, the same on every machine). A row's own bug runs add to a copy under the cache
-(fail-rates/<id>.<arch>.json) that starts from that record; a new calibration
+(fail-rates/<id>.<branch>.<arch>.json) that starts from that record; a new calibration
 or another kernel build makes the copy void. A record may be carried to a
 build whose code is the same ("measured_on": the build it was measured on and
 why the code is the same: only debug information added, or only the patches'
 mail text changed, which the stamp used to hash), never further.
 
 A bug or fixed row takes the record of its unpatched build. A probe row (any
-other kernel) takes one only where it was measured: the runner checks that
+other kernel) takes one only where it was measured: of the kernel's own
+branch (a record of one branch never bounds a miss on another), and the runner checks that
 the kernel shows every evidence path the record counted (evidence.py), and
 lookup() that the guests run under the record's accelerator, since a race's
 odds under KVM are not those under TCG.
@@ -30,12 +32,21 @@ def repo_path(repro):
 
 
 def load_repo(repro):
-    """The committed record, repro/<id>/fail-rate.json ({arch: record}), or None."""
+    """The committed records, repro/<id>/fail-rate.json ({branch: {arch:
+    record}}), or None."""
     return _load(repo_path(repro))
 
 
-def cache_path(repro, arch):
-    return os.path.join(cache(), "fail-rates", f"{repro}.{arch}.json")
+def repo_record(repro, arch, branch):
+    """The committed record of one branch and arch, or None."""
+    data = load_repo(repro)
+    got = data.get(branch) if isinstance(data, dict) else None
+    rec = got.get(arch) if isinstance(got, dict) else None
+    return rec if isinstance(rec, dict) else None
+
+
+def cache_path(repro, arch, branch):
+    return os.path.join(cache(), "fail-rates", f"{repro}.{branch}.{arch}.json")
 
 
 def _load(path):
@@ -84,12 +95,14 @@ def describe(rec):
     return f"{rec['fails']}/{rec['runs']} measured in rows here since {rec.get('date', '?')}, build {build}"
 
 
-def lookup(repro, arch, build, accel=None):
-    """The usable record for a bug kernel of stamp `build` (None: any build,
-    for kernels that are not krepro's), measured under `accel` (None: any).
-    Returns (record or None, note)."""
-    repo = (_load(repo_path(repro)) or {}).get(arch)
-    cached = _load(cache_path(repro, arch))
+def lookup(repro, arch, branch, build, accel=None):
+    """The usable record of `branch` for a bug kernel of stamp `build` (None:
+    any build of the branch, for kernels that are not krepro's), measured
+    under `accel` (None: any). Returns (record or None, note)."""
+    if branch is None:
+        return None, "the kernel's stable branch is unknown: no recorded rate applies"
+    repo = repo_record(repro, arch, branch)
+    cached = _load(cache_path(repro, arch, branch))
     cands = [rec for rec, ok in ((cached, cached and cached.get("base") == repo), (repo, repo))
              if ok and (build is None or rec.get("build") == build)]
     for rec in cands:
@@ -101,16 +114,16 @@ def lookup(repro, arch, build, accel=None):
     if repo:
         return None, (f"recorded rate is for build {repo.get('build', '?')[:12]}, "
                       f"the bug kernel is {build[:12]}: measured in this run")
-    return None, "no recorded rate: measured in this run"
+    return None, f"no recorded rate on branch {branch}: measured in this run"
 
 
-def add_runs(repro, arch, build, fails, runs, accel):
-    """Fold a bug row's runs into the cache copy of the record; a copy that
-    gets runs under another accelerator than its own is "mixed"."""
+def add_runs(repro, arch, branch, build, fails, runs, accel):
+    """Fold a bug row's runs into the cache copy of the branch's record; a
+    copy that gets runs under another accelerator than its own is "mixed"."""
     if not build or runs <= 0:
         return
-    repo = (_load(repo_path(repro)) or {}).get(arch)
-    cached = _load(cache_path(repro, arch))
+    repo = repo_record(repro, arch, branch)
+    cached = _load(cache_path(repro, arch, branch))
     if not (cached and cached.get("base") == repo and cached.get("build") == build):
         base = repo if repo and repo.get("build") == build else None
         cached = {"base": repo, "build": build, "fails": base["fails"] if base else 0,
@@ -123,32 +136,32 @@ def add_runs(repro, arch, build, fails, runs, accel):
     cached["runs"] += runs
     cached["added_fails"] = cached.get("added_fails", 0) + fails
     cached["added_runs"] = cached.get("added_runs", 0) + runs
-    _write(cache_path(repro, arch), cached)
+    _write(cache_path(repro, arch, branch), cached)
 
 
-def record(repro, arch, build, fails, runs, seconds, commit, accel, planned=None):
-    """A calibration: replaces the committed record for this arch. One still
+def record(repro, arch, branch, build, fails, runs, seconds, commit, accel, planned=None):
+    """A calibration: replaces the committed record for this branch and arch. One still
     running or interrupted (runs < planned) says so, and replaces a record of
     the same build only once it has at least as many runs: what a longer
     calibration measured is not lost to a shorter one. Returns whether it
     was written."""
     path = repo_path(repro)
     data = _load(path) or {}
-    old = data.get(arch)
+    old = repo_record(repro, arch, branch)
     partial = planned is not None and runs < planned
     if partial and old and old.get("build") == build and old.get("runs", 0) > runs:
         return False
     secs = sorted(seconds)
-    data[arch] = {"build": build, "fails": fails, "runs": runs, "accel": accel,
+    data.setdefault(branch, {})[arch] = {"build": build, "fails": fails, "runs": runs, "accel": accel,
                   "date": datetime.date.today().isoformat(), "krepro": commit,
                   "seconds": [secs[0], secs[len(secs) // 2], secs[-1]] if secs else []}
     if partial:
-        data[arch]["planned"] = planned
+        data[branch][arch]["planned"] = planned
     _write(path, data)
     return True
 
 
-def record_run(results, arch, repros, build, planned, rec=None):
+def record_run(results, arch, branch, repros, build, planned, rec=None):
     """make calibrate: the unpatched rows of the run in results (or of its
     run.json's data, rec) become the committed records (build: the unpatched
     kernel's stamp; planned: the runs a row was asked for). Called after
@@ -163,6 +176,6 @@ def record_run(results, arch, repros, build, planned, rec=None):
         if not trials:
             continue
         fails = sum(1 for x in trials if x["outcome"] == "FAIL")
-        if record(r, arch, build, fails, len(trials), [x["seconds"] for x in runs],
+        if record(r, arch, branch, build, fails, len(trials), [x["seconds"] for x in runs],
                   rec["krepro"], rec["accel"], planned) and len(trials) >= planned:
             log(f"{r}: FAIL {fails}/{len(trials)} recorded in {os.path.relpath(repo_path(r), TOP)}")

@@ -68,7 +68,9 @@ def cell(rec):
         pre = f"{note}; " if note and note != why else ""
         if rec["miss"] is not None:
             return s + f" ({pre}{stats.miss_bound(rec['miss'])})"
-        return s + f" ({pre}{why}; miss not bounded)"
+        reach = stats.unbounded_reach(c.get("PASS", 0), rec.get("target_miss") or 0.01) \
+            if rec["role"] == "probe" else ""
+        return s + f" ({pre}{why}; miss not bounded{'; ' + reach if reach else ''})"
     if d == "OTHER":
         return f"OTHER {c.get('OTHER', 0)}/{n}"
     if d == "UNDECIDED" and not n:

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 
-from . import disks, distro, guest, rates, render
+from . import branches, disks, distro, guest, rates, render
 from .dispatch import Dispatcher
 from .guest import log
 from .kernels import Kernel, Undecidable, check_kconfig, prepare_kernels, unpatched_build
@@ -26,6 +26,7 @@ class RunRecord:
         self.path = os.path.join(config.results, "run.json")
         self.data = {
             "format": 1, "command": sys.argv[1:], "arch": config.arch, "accel": accel,
+            "branch": config.branch or branches.DEFAULT,
             "started": now(), "finished": None, "interrupted": False, "krepro": git_commit(),
             "mode": config.mode(), "expect": config.expect, "any_report": config.any_report,
             "jobs": config.jobs, "via": config.via,
@@ -38,7 +39,9 @@ class RunRecord:
         os.replace(self.path + ".tmp", self.path)
         c = self.config
         if c.record_rates and self.data["runs"]:
-            rates.record_run(c.results, c.arch, c.repros, unpatched_build(c.arch), c.repeat, self.data)
+            b = c.branch or branches.DEFAULT
+            rates.record_run(c.results, c.arch, b, c.repros, unpatched_build(c.arch, b), c.repeat,
+                             self.data)
 
 
 def now():
@@ -86,7 +89,8 @@ def main_run(config, metas):
         signal.signal(sig, interrupt)
     # Builds before the machine lock: kernels.sh takes it exclusively. A
     # prepared disk is written by the patched kernel, so that one too.
-    extra = (Kernel("patched", config.arch),) if any(metas[r].prepare for r in config.repros) else ()
+    extra = (Kernel("patched", config.arch, config.branch),) \
+        if any(metas[r].prepare for r in config.repros) else ()
     if not prepare_kernels(config.kernels + extra):
         return UNDECIDED
     # Shared between invocations, never with a kernel build (kernels.sh takes

@@ -26,25 +26,30 @@ def row_role(expect, kernel):
     return "probe"
 
 
-def rate_record(repro, arch, role, sight, accel):
-    """(record or None, what the records said) a row of role is weighed with:
-    a bug or fixed row's is its unpatched build's; a probe row's must have
-    been measured where the row runs (probe_record)."""
+def rate_record(repro, kernel, role, sight, accel, given=None):
+    """(record or None, what the records said) a row of role on kernel is
+    weighed with: a bug or fixed row's is its branch's unpatched build's; a
+    probe row's is `given` (--rate: measured elsewhere, e.g. on a
+    bisection's BAD), else one measured where the row runs (probe_record)."""
+    if role == "probe" and given:
+        return ({"fails": given[0], "runs": given[1]},
+                f"{given[0]}/{given[1]} given with --rate (measured elsewhere)")
     if role != "probe":
-        return rates.lookup(repro, arch, unpatched_build(arch))
-    return probe_record(repro, arch, sight, accel)
+        b = kernel.run_branch
+        return rates.lookup(repro, kernel.arch, b, unpatched_build(kernel.arch, b))
+    return probe_record(repro, kernel, sight, accel)
 
 
-def probe_record(repro, arch, sight, accel):
+def probe_record(repro, kernel, sight, accel):
     """(record, source) for a probe row, or (None, why none applies): one
-    measured on a kernel that shows every path the reproducer declares, as
-    krepro's do (sight: evidence.Sight of this kernel), under accel (None:
-    not checked)."""
+    measured on the kernel's own stable branch, on a kernel that shows every
+    path the reproducer declares, as krepro's do (sight: evidence.Sight of
+    this kernel), under accel (None: not checked)."""
     if not sight.full:
         return None, sight.note()
-    rec, note = rates.lookup(repro, arch, None, accel=accel)
+    rec, note = rates.lookup(repro, kernel.arch, kernel.branch, None, accel=accel)
     if rec is None and note.startswith("no recorded rate"):
-        note = "no recorded FAIL rate"
+        note = f"no recorded FAIL rate on branch {kernel.branch}"
     return rec, note
 
 
@@ -181,7 +186,8 @@ class Scheduler:
         c, m = self.config, self.metas[pr.repro]
         pr.alone = m.alone and c.jobs > 1
         pr.sight = evidence.Sight(m, pr.kernel.config)
-        rec, pr.note = rate_record(pr.repro, c.arch, pr.role, pr.sight, self.record.data["accel"])
+        rec, pr.note = rate_record(pr.repro, pr.kernel, pr.role, pr.sight, self.record.data["accel"],
+                                   c.rate)
         pr.rate = (rec["fails"], rec["runs"], pr.note) if rec else None
         if pr.role != "bug" and pr.rate is None:
             pr.unbounded = pr.note if pr.role == "probe" else "no FAIL rate"
@@ -197,7 +203,7 @@ class Scheduler:
             self.close_row(pr)
         elif pr.role == "probe" and pr.rate is None and not c.repeat:
             log(f"{pr.repro} on {pr.kernel.label}: {pr.unbounded}: a clean verdict cannot be "
-                f"bounded; runs up to {c.max_runs}")
+                f"bounded; stops after {stats.Row.UNBOUNDED_CLEAN} clean runs")
 
     def count_infra(self, pr):
         """A boot that never reached the test: it says nothing about the bug.
@@ -233,7 +239,8 @@ class Scheduler:
         if late or pr.row.decision is None:
             return
         if pr.role == "bug":
-            rates.add_runs(pr.repro, self.config.arch, unpatched_build(self.config.arch),
+            b = pr.kernel.run_branch
+            rates.add_runs(pr.repro, self.config.arch, b, unpatched_build(self.config.arch, b),
                            pr.row.fails, pr.row.trials, self.record.data["accel"])
         self.close_row(pr)
 

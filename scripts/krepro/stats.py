@@ -66,6 +66,17 @@ def rate_bound(p_low):
     return f"rate ≥ {pct(p_low)} at {pct(CONFIDENCE)}"
 
 
+def unbounded_reach(clean, target):
+    """What `clean` clean runs bound without a FAIL rate: the smallest rate a
+    bug may have and still be missed by all of them at most `target` of the
+    time, as a cell states it."""
+    if clean <= 0:
+        return ""
+    r = 1 - target ** (1 / clean)
+    runs = "1 clean run misses" if clean == 1 else f"{clean} clean runs miss"
+    return f"{runs} ≤ {pct_up(target)} only a bug whose FAIL rate is ≥ {pct_up(r)}"
+
+
 def miss_bound(m):
     """A miss bound as a cell states it: computed from the rate's lower
     bound, so it holds at that bound's confidence, not outright."""
@@ -85,6 +96,10 @@ class Row:
 
     # Runs that say nothing about the bug before a row gives up as BROKEN.
     MAX_UNDECIDED = 3
+    # Clean runs a probe row with no usable FAIL rate stops after: more
+    # cannot be weighed against a rate nobody measured there, and the cell
+    # says what these few do bound (unbounded_reach()).
+    UNBOUNDED_CLEAN = 3
 
     def __init__(self, role, target=DEFAULT_MISS, cap=20, rate=None, repeat=None,
                  any_report=False):
@@ -157,6 +172,8 @@ class Row:
             clean = self.count("PASS")
             p = self.p_low()
             if p > 0 and miss(p, clean) <= self.target:
+                return "PASS"
+            if p <= 0 and self.role == "probe" and clean >= self.UNBOUNDED_CLEAN:
                 return "PASS"
         else:  # bug row
             k, t = self.fails, self.trials

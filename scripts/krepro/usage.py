@@ -24,6 +24,9 @@ Examples:
 Kernels and guests:
   --arch A          guest arch: x86_64 | arm (default x86_64, or $KREPRO_ARCH);
                     selects the kernels, the guest image, QEMU and the reproducers
+  --branch B        stable branch of krepro's flavours: 6.1 | 6.12 (default 6.1,
+                    or $KREPRO_BRANCH): Debian's linux-source-B with that branch's
+                    bug and fix patches; its own stamps, images and FAIL rates
   --kernel K        unpatched | patched | PATH to a bzImage (arm: zImage), a
                     linux-image .deb or an unpacked one; repeatable (default
                     unpatched). A PATH's config is checked against what the
@@ -48,9 +51,13 @@ Deciding rows:
   --miss P          target miss probability of a clean verdict, 0<P<1 (default
                     {miss}): a row runs until a bug of the reproducer's FAIL rate
                     bound (95%) would have shown with probability 1-P, or its first
-                    FAIL; a probe row uses a recorded rate only on a kernel with
-                    the reproducer's detectors, under the record's accelerator
+                    FAIL; a probe row uses a recorded rate only of the kernel's own
+                    stable branch, on a kernel with the reproducer's detectors,
+                    under the record's accelerator; without one it stops after 3
+                    clean runs and says what they bound
   --confidence C    the same as --miss 1-C
+  --rate F/N        weigh the clean rows of kernels under test with F FAILs in N
+                    runs measured elsewhere (git bisect's BAD, say), not a record
   --max-runs N      cap on guests per row, 1-1000 (default 20); a row that reaches
                     it says "undecided" with its figures
   --repeat N        fixed mode: exactly N guests per row, 1-1000
