@@ -45,14 +45,24 @@ _STAMP = (r"\[ *\+?[0-9]+\.[0-9]+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]?[0-9] [
           r"|\[[A-Z][a-z]{2}[ 0-3]?[0-9] [0-9]{2}:[0-9]{2}\]|\[ *\+? *[0-9]+\.[0-9]+ *<[^>]*>\]"
           rf"|{_ISO}")
 _CALLER = r"\[ *[TC][0-9]+\]"
-WRAPPING = re.compile(rf"^(?:> ?)*(?:{_SYSLOG})?(?:{_LEVEL})?(?:(?:{_STAMP}) ?)?(?:{_CALLER} ?)?")
+# After the timestamp, vendor kernels' own: "[pid:123,cpu1,comm]" (HiSilicon),
+# "[0:   swapper:    0]" (Samsung), "(0)[123:comm]" (MediaTek); crash's
+# `log -m` level, "<4>".
+_VENDOR = (r"\[pid:[0-9]+,cpu[0-9]+,[^\]]*\]|\[ *[0-9]+: *[^\]]*: *[0-9]+\]|\([0-9]+\)\[[0-9]+:[^\]]*\]"
+           r"|<[0-7]>")
+# Blanks before it all: a markdown code block's indent (before a timestamp
+# or a level), or journalctl's under a message's first line for its next
+# ones (16 or more: as wide as the prefix it has no copy of).
+_BLANKS = r"(?:[ \t]+(?=\[ *\+?[0-9]+\.[0-9]+\]|<[0-7]>\[)| {16,}(?=[^ ]))"
+WRAPPING = re.compile(rf"^(?:> ?)*{_BLANKS}?(?:{_SYSLOG})?(?:{_LEVEL})?(?:(?:{_STAMP}) ?)?(?:{_CALLER} ?)?"
+                      rf"(?:(?:{_VENDOR}) ?)?")
 
 # A decoded frame: "name (file.c:12)", inlines "name (a.c:1 b.h:2)", each
 # line perhaps with "(discriminator 1)"; a segment before it ("0010:name
 # (...)") kept as it is.
-_SRC = r"[A-Za-z0-9_./-]+\.[A-Za-z]+:[0-9]+"
+_SRC = r"[A-Za-z0-9_./+~-]+\.[A-Za-z]+:[0-9]+"
 _DISC = r"(?: \(discriminator [0-9]+\))?"
-DECODED = re.compile(rf"([A-Za-z_][A-Za-z0-9_.]*) \(({_SRC}{_DISC}(?: {_SRC}{_DISC})*)\)")
+DECODED = re.compile(rf"(?<![A-Za-z0-9_.+/])([A-Za-z_][A-Za-z0-9_.]*) \(({_SRC}{_DISC}(?: {_SRC}{_DISC})*)\)")
 SRC = re.compile(_SRC)
 # What every source line has (a dot, letters, a colon, a digit), found fast
 # (a literal first): a line without it has no decoded frame to read.
@@ -79,7 +89,7 @@ def unwrap(line):
     one counts, as in the guest run's reader (reports.INNER_STAMP)."""
     line = line.rstrip("\r\n")
     m = CONSOLE_STAMP.match(line)
-    if m is None or line.startswith("[", m.end()) or "kernel:" in line:
+    if m is None or line.startswith(("[", "(", "<"), m.end()) or "kernel:" in line:
         m = WRAPPING.match(line)
     msg = line[m.end():] if m.end() else line
     return reports.last_message(msg) if "]" in msg or " login: " in msg else msg
