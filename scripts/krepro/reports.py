@@ -155,12 +155,18 @@ def expand(m, text):
     return "".join(out)
 
 
+OLD_LOCKDEP = re.compile(r"^(?:INFO|BUG): (?=possible |inconsistent |[A-Z]+-safe |bad unlock |held lock |"
+                         r"lock held |Nested lock |.*still has locks held)")
+
+
 def classify_line(line, patterns, quick=None):
     """The report header a console line is (kind, title, stem, culprit
     rule), or None."""
     line = line.lstrip()
     if line.startswith("[ ") and line.endswith(" ]"):
-        line = line[2:-2]   # older lockdep: "[ INFO: inconsistent lock state ]"
+        # Older lockdep's banners, "[ INFO: inconsistent lock state ]", "[ BUG:
+        # held lock freed! ]": read as today's, titled alike.
+        line = OLD_LOCKDEP.sub("WARNING: ", line[2:-2]).rstrip(".")
     if quick is not None and not quick.match(line):
         return None
     if any(regex.match(line) for regex in getattr(patterns, "ignore", ())):
