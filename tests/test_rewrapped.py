@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""krepro classify on logs whose lines a paste did not keep one message each
+(scripts/krepro/pasted.py), and on vendor kernels' and tools' prefixes.
+
+(1) Every golden console log (tests/console/*.log), re-wrapped as a whole the
+    ways tools and users have it (journalctl's continuation lines and -o
+    verbose, rsyslog's #012, newlines lost, a mail client's wrapping of
+    quoted lines, markdown, vendor prefixes, crash's `log -m`, pstore,
+    netconsole to syslog, userspace lines interleaved, inlined decoded
+    frames), gives the reports the log itself gives: kind, title, culprit
+    and the trace a signature reads (the line numbers may differ: a record
+    of several lines is one line).
+(2) Older lockdep banners ("[ INFO: ... ]") are titled as the modern ones.
+(3) The classify command reads a whole log pasted on one line.
+Boots nothing.
+"""
+import glob
+import io
+import os
+import re
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+from krepro import classify, logtext, pasted, reports  # noqa: E402
+
+GOLDEN = sorted(glob.glob(os.path.join(HERE, "console", "*.log")))
+STAMP = re.compile(r"^\[ *([0-9]+)\.([0-9]+)\] ?")
+FRAME = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\+0x[0-9a-f]+/0x[0-9a-f]+")
+JOURNAL = "Nov 13 08:58:21 host kernel: "
+
+
+def message(line):
+    m = STAMP.match(line)
+    return line[m.end():] if m else line
+
+
+def groups(lines, size):
+    return [lines[i:i + size] for i in range(0, len(lines), size)]
+
+
+def continuation(lines):
+    # A record of four messages: journalctl indents the later ones.
+    return [x for g in groups(lines, 4)
+            for x in [JOURNAL + message(g[0])] + [" " * len(JOURNAL) + message(l) for l in g[1:]]]
+
+
+def verbose(lines):
+    out = []
+    for i, l in enumerate(lines):
+        out += [f"Mon 2023-11-13 08:58:21.{i:06d} UTC [s=0a1b2c;i={i:x};b=3d4e;m={i:x};t=5f;x=6a]",
+                "    _SOURCE_MONOTONIC_TIMESTAMP=1234", "    _TRANSPORT=kernel", "    PRIORITY=4",
+                "    SYSLOG_FACILITY=0", "    SYSLOG_IDENTIFIER=kernel", "    MESSAGE=" + message(l),
+                "    _BOOT_ID=7b8c", "    _HOSTNAME=host"]
+    return out
+
+
+def rsyslog(lines):
+    return [JOURNAL + "#012".join(l.replace("\t", "#011") for l in g) for g in groups(lines, 6)]
+
+
+def lost_newlines(lines):
+    # Only a timestamp says where a message began: the log's own lines
+    # without one stay lines (a paste loses the newlines of what it copies).
+    out = []
+    for l in lines:
+        if out and STAMP.match(l) and STAMP.match(out[-1]) and len(out[-1]) < 4000:
+            out[-1] += " " + l
+        else:
+            out.append(l)
+    return out
+
+
+def mail_wrapped(lines, width=76):
+    out = []
+    for l in lines:
+        rest = "> " + l
+        while len(rest) > width and " " in rest[:width]:
+            cut = rest.rindex(" ", 0, width)
+            out.append(rest[:cut])
+            rest = "> " + rest[cut + 1:]
+        out.append(rest)
+    return out
+
+
+def decoded_inline(line):
+    """decode_stacktrace.sh's "name (file:line file:line)": an inline chain,
+    no offset, no address."""
+    msg = message(line)
+    return FRAME.sub(lambda m: f"{m.group(1)} (include/linux/{m.group(1)[:2]}.h:3 fake/{m.group(1)[:3]}.c:9)",
+                     msg)
+
+
+def interleaved(lines):
+    out = []
+    for i, l in enumerate(lines):
+        out.append(l)
+        if i % 7 == 3:
+            out.append("[  OK  ] Started Daily Cleanup of Temporary Directories.")
+    return out
+
+
+def per_line(f):
+    return lambda lines: [f(l) for l in lines]
+
+
+WRAPPINGS = {
+    "journalctl-continuation": continuation,
+    "journalctl-verbose": verbose,
+    "journalctl-cat": per_line(message),
+    "rsyslog-012": rsyslog,
+    "lost-newlines": lost_newlines,
+    "mail-wrapped": mail_wrapped,
+    "markdown-fence": lambda lines: ["```", *lines, "```"],
+    "markdown-indent": per_line(lambda l: "    " + l),
+    "github-fence-text": lambda lines: ["Here is dmesg:", "```text", *lines, "```", "Any idea?"],
+    "hisilicon": per_line(lambda l: (STAMP.match(l).group(0) + "[pid:123,cpu1,kworker/1:1]" + message(l)
+                                     if STAMP.match(l) else l)),
+    "samsung": per_line(lambda l: (STAMP.match(l).group(0) + "[1:  kworker/1:1:  123] " + message(l)
+                                   if STAMP.match(l) else l)),
+    "mediatek": per_line(lambda l: (STAMP.match(l).group(0) + "(1)[123:kworker/1:1]" + message(l)
+                                    if STAMP.match(l) else l)),
+    "android-level-caller": per_line(lambda l: ("<6>" + STAMP.match(l).group(0) + "[  T123] " + message(l)
+                                                if STAMP.match(l) else l)),
+    "crash-log-m": lambda lines: ["crash> log -m"] + [(STAMP.match(l).group(0) + "<4>" + message(l)
+                                                        if STAMP.match(l) else l) for l in lines],
+    "pstore": lambda lines: ["Oops#1 Part1"] + ["<4>" + l for l in lines],
+    "netconsole-syslog": per_line(lambda l: "Nov 13 08:58:21 10.0.0.2 " + l),
+    "dmesg-x-T": per_line(lambda l: "kern  :warn  : [Mon Nov 13 08:58:21 2023] " + message(l)),
+    "interleaved-userspace": interleaved,
+    "decoded-inline": per_line(decoded_inline),
+}
+
+
+def crashes_of(text):
+    """The classify reader's reports of a pasted text, without line numbers."""
+    found = classify.reports_of(io.StringIO(text))
+    return [(c["kind"], c["title"], classify.title_of(c), tuple(c["trace_frames"])) for c, _ in found]
+
+
+def read(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+class Rewrapped(unittest.TestCase):
+    def test_golden_logs_read_the_same_whatever_their_wrapping(self):
+        total = same = 0
+        misses = {}
+        for log in GOLDEN:
+            text = read(log)
+            want = crashes_of(text)
+            lines = text.splitlines()
+            for name, wrap in WRAPPINGS.items():
+                got = crashes_of("\n".join(wrap(lines)) + "\n")
+                total += 1
+                if got == want:
+                    same += 1
+                else:
+                    misses.setdefault(name, []).append(f"{os.path.basename(log)}: {got[:1]} != {want[:1]}")
+        print(f"re-wrapped golden logs that read as the log itself: {same}/{total}")
+        self.maxDiff = None
+        self.assertEqual({k: v[:3] + [f"... {len(v)} logs"] for k, v in misses.items()}, {})
+
+    def test_pieces(self):
+        self.assertEqual(pasted.pieces("a#012b#011c"), ["a", "b\tc"])
+        self.assertEqual(pasted.pieces("    MESSAGE=WARNING: x"), ["WARNING: x"])
+        self.assertEqual(pasted.pieces("    _HOSTNAME=h"), [])
+        self.assertEqual(pasted.pieces("```"), [])
+        self.assertEqual(pasted.pieces("Oops#2 Part3"), [])
+        long = "[   12.000001] " + "x" * 200
+        self.assertEqual(pasted.pieces(long + " " + long), [long, long])
+        self.assertEqual(pasted.pieces("plain"), ["plain"])
+
+    def test_vendor_prefixes(self):
+        want = "WARNING: CPU: 1 PID: 7 at a.c:1 f+0x1/0x2"
+        for line in ["[  12.345678] [pid:123,cpu1,kworker/1:1]" + want, "[    0.000000] [0:      swapper:    0] " + want,
+                     "[  12.345678] (0)[123:kworker/0:1]" + want, "<6>[  12.345678] [T123] " + want,
+                     "[  12.345678] <4>" + want, "    [  12.345678] " + want, " " * 29 + want]:
+            self.assertEqual(logtext.plain(line), want, line)
+
+
+OLD_LOCKDEP = [
+    ("WARNING: possible circular locking dependency detected",
+     "[ INFO: possible circular locking dependency detected ]"),
+    ("WARNING: possible recursive locking detected", "[ INFO: possible recursive locking detected ]"),
+    ("WARNING: inconsistent lock state", "[ INFO: inconsistent lock state ]"),
+    ("WARNING: possible irq lock inversion dependency detected",
+     "[ INFO: possible irq lock inversion dependency detected ]"),
+    ("WARNING: bad unlock balance detected!", "[ BUG: bad unlock balance detected! ]"),
+    ("WARNING: held lock freed!", "[ BUG: held lock freed! ]"),
+    ("WARNING: lock held when returning to user space!", "[ BUG: lock held when returning to user space! ]"),
+    ("WARNING: Nested lock was not taken", "[ BUG: Nested lock was not taken ]"),
+]
+
+LOCKDEP_BODY = """{banner}
+4.4.0-rc1 #1 Not tainted
+-------------------------------------------------------
+t/7 is trying to acquire lock:
+ (&a->lock){+.+.}, at: [<ffffffff81000000>] taker_fn+0x1/0x2
+ (&a->lock){+.+.}, at: [<ffffffff81000000>] taker_fn+0x1/0x2
+
+but task is already holding lock:
+ (&b->lock){+.+.}, at: [<ffffffff81000100>] holder_fn+0x1/0x2
+
+which lock already depends on the new lock.
+
+other info that might help us debug this:
+ 1 lock held by t/7:
+ #0:  (&b->lock){+.+.}, at: [<ffffffff81000100>] holder_fn+0x1/0x2
+
+stack backtrace:
+CPU: 0 PID: 7 Comm: t Not tainted 4.4.0-rc1 #1
+Call Trace:
+ [<ffffffff81000200>] dump_stack+0x1/0x2
+ [<ffffffff81000300>] lock_acquire+0x1/0x2
+ [<ffffffff81000400>] taker_fn+0x1/0x2
+ [<ffffffff81000500>] caller_fn+0x1/0x2
+"""
+
+
+class OldLockdep(unittest.TestCase):
+    def test_older_banners_are_titled_as_the_modern_ones(self):
+        for modern, old in OLD_LOCKDEP:
+            with self.subTest(old):
+                want = reports.crashes(LOCKDEP_BODY.replace("{banner}", modern))
+                got = reports.crashes(LOCKDEP_BODY.replace("{banner}", old))
+                self.assertEqual([c["culprit"] for c in got], [c["culprit"] for c in want])
+                self.assertEqual([c["kind"] for c in got], [c["kind"] for c in want])
+
+
+class OneLine(unittest.TestCase):
+    def test_a_whole_log_on_one_line(self):
+        text = read(os.path.join(HERE, "console", "kasan-uaf.log"))
+        want = crashes_of(text)
+        self.assertTrue(want)
+        self.assertEqual(crashes_of(" ".join(text.splitlines()) + "\n"), want)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
