@@ -163,10 +163,11 @@ def classify_line(line, patterns, quick=None):
     """The report header a console line is (kind, title, stem, culprit
     rule), or None."""
     line = line.lstrip()
-    if line.startswith("[ ") and line.endswith(" ]"):
+    if line.startswith("[ ") and line.rstrip().endswith(" ]"):
         # Older lockdep's banners, "[ INFO: inconsistent lock state ]", "[ BUG:
         # held lock freed! ]": read as today's, titled alike.
-        line = OLD_LOCKDEP.sub("WARNING: ", line[2:-2]).rstrip(".")
+        # A paste may leave blanks after it (a terminal's width).
+        line = OLD_LOCKDEP.sub("WARNING: ", line.rstrip()[2:-2]).rstrip(".")
     if quick is not None and not quick.match(line):
         return None
     if any(regex.match(line) for regex in getattr(patterns, "ignore", ())):
