@@ -58,7 +58,6 @@ unreadable (one line says which).
 """
 
 TRACE_SHOWN = 12
-WINDOW = (reports.TRACE_LINES + 1) * 10
 
 
 def signatures():
@@ -207,8 +206,9 @@ def all_reports(f, tracker, decoder=None):
         return undecoded(line)
 
     # A report's window counts pasted lines: journalctl -o verbose spends
-    # nine on a message.
-    marked = logtext.marked_lines(f, wanted, WINDOW, first=True, alone=boots.NEEDLES)
+    # nine or more on a message.
+    marked = logtext.marked_lines(f, wanted, reports.TRACE_LINES + 1, first=True, alone=boots.NEEDLES,
+                                  wide=pasted.WIDE)
     # A pasted line can hold several messages, or none (pasted.py).
     marked = pasted.lines(marked)
     for crash in reports.crashes_marked(marked, patterns, read):

@@ -314,13 +314,14 @@ def report_lines(f, needles, after, block_size=BLOCK):
         yield n, line
 
 
-def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=()):
+def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wide=None):
     """report_lines() as (number, line, hit): hit says the line holds one of
     needles, so it can be a report's header (reports.crashes_marked());
     the others can only be inside a report. needles None: every line, each
     a hit. alone: needles that make a line a hit without the lines after
     it; first: the log's first line is such a hit too (boots.py: a banner
-    and whose a log is are told by one line each)."""
+    and whose a log is are told by one line each). wide (text, lines): a
+    block holding text opens windows of that many lines instead."""
     if needles is None:
         for n, line in file_lines(f):
             yield n, line, True
@@ -360,7 +361,8 @@ def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=()):
         # Each hit opens a window of itself and `after` lines (one line, a
         # hit of alone); `left` is what remains of the last one, carried
         # across blocks.
-        opens = sorted([(h, after + 1) for h in _hit_lines(block, lines, hits, needles, other_ends)]
+        size = wide[1] + 1 if wide and wide[0] in block else after + 1
+        opens = sorted([(h, size) for h in _hit_lines(block, lines, hits, needles, other_ends)]
                        + [(h, 1) for h in _hit_lines(block, lines, single, alone, other_ends)])
         if first and n == 0 and lines and (not opens or opens[0][0] != 0):
             opens.insert(0, (0, 1))

@@ -13,12 +13,17 @@ as it was (a report's line is where a user finds it in the paste).
 """
 import re
 
+from . import reports
+
 # A line longer than this with a timestamp inside may hold several messages
 # (the console's merged pair is shorter and logtext.unwrap() reads its last).
 LONG = 160
 # Where a lost newline was: before a timestamp, or a syslog/journal prefix.
 _DAY = r"[A-Z][a-z]{2} [ 0-3]?[0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
 LOST = re.compile(rf"(?<=.)(?=(?:<[0-7]>)?\[ *[0-9]+\.[0-9]{{6}}\]|{_DAY} [^ ]+ kernel: )")
+# A block of journalctl -o verbose: a report's window is ten times as many
+# lines (reports.TRACE_LINES messages at nine or so lines each).
+WIDE = ("\n    MESSAGE=", (reports.TRACE_LINES + 1) * 10)
 # journalctl -o verbose's fields, crash's `log -d` dictionary lines.
 FIELD = re.compile(r"^ +([A-Z_][A-Z0-9_]*)=(.*)$")
 # journalctl -o verbose's record heading: "Mon 2023-11-13 08:58:21.123456 UTC [s=...;i=...]".
@@ -32,6 +37,8 @@ QUOTE = re.compile(r"^(?:> ?)+")
 STAMPED = re.compile(r"(?:<[0-7]>)?\[ *[0-9]+\.[0-9]+\]")
 # (the narrowest wrap seen is 72 columns; the widest 80).
 WRAP_MIN, WRAP_MAX = 72, 80
+# The first characters of a line pieces() may change, and of a quote.
+PLAIN_NOT = frozenset(" `~OPEHSRUMTWF>")
 
 
 def pieces(raw):
@@ -59,6 +66,10 @@ def lines(numbered):
     quoted line is held until the next says whether it goes on there."""
     held = None    # [number, line, hit, the last piece's number and length]
     for n, raw, hit in numbered:
+        # Most lines are one console line: told at once, for a log's speed.
+        if held is None and raw[:1] not in PLAIN_NOT and len(raw) <= LONG and "#01" not in raw:
+            yield n, raw, hit
+            continue
         for line in pieces(raw):
             if held is not None:
                 if _continues(held, n, line):
