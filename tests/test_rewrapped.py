@@ -237,6 +237,12 @@ class OneLine(unittest.TestCase):
         want = crashes_of(text)
         self.assertTrue(want)
         self.assertEqual(crashes_of(" ".join(text.splitlines()) + "\n"), want)
+        # Longer than printk's limit, and a log's only line: kept to be split.
+        long = "".join(read(log) for log in GOLDEN if "real-" in log)
+        want = crashes_of(long)
+        self.assertGreater(len(long), 8 * reports.MAX_LINE)
+        for ends in ("\n", ""):
+            self.assertEqual(crashes_of(" ".join(long.splitlines()) + ends), want)
 
 
 if __name__ == "__main__":

@@ -238,6 +238,10 @@ def file_lines(f):
 
 
 BLOCK = 1 << 20
+# The longest line kept whole for pasted.py to split: a log pasted with its
+# newlines lost; any other line keeps its first reports.MAX_LINE characters.
+PASTED_LINE = 64 * reports.MAX_LINE
+INNER_STAMP = re.compile(r" \[ *[0-9]+\.[0-9]{6}\]")
 # Separators str.splitlines() ends a line at, besides "\n" (text mode has
 # turned "\r\n" and "\r" into "\n").
 OTHER_ENDS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
@@ -338,9 +342,9 @@ def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wid
         else:
             cut = block.rfind("\n") + 1
             block, carry = block[:cut], block[cut:]
-            if len(carry) > reports.MAX_LINE:
-                # A line with no end in sight: its first MAX_LINE characters.
-                block, carry = block + carry[:reports.MAX_LINE] + "\n", ""
+            if len(carry) > PASTED_LINE:
+                # A line with no end in sight: its first characters.
+                block, carry = block + carry[:PASTED_LINE] + "\n", ""
                 while True:
                     rest = f.readline(block_size)
                     if not rest or rest.endswith("\n"):
@@ -378,12 +382,15 @@ def _windows(lines, n, opens, left):
     of one open before): (number, line, hit). Returns what is left of the
     last window."""
     i, hit, most = 0, False, reports.MAX_LINE
+    # A line over printk's limit is cut, unless it is a paste's many
+    # messages (timestamps inside it): pasted.py splits it, then cuts.
+    cut = lambda line: line[:PASTED_LINE] if INNER_STAMP.search(line, 1, most) else line[:most]  # noqa: E731
     for h, size in opens + [(len(lines), 0)]:
         end = min(h, i + left)
         if i < end:
-            yield n + i + 1, lines[i][:most], hit
+            yield n + i + 1, lines[i] if len(lines[i]) <= most else cut(lines[i]), hit
         for j in range(i + 1, end):
-            yield n + j + 1, lines[j][:most], False
+            yield n + j + 1, lines[j] if len(lines[j]) <= most else cut(lines[j]), False
         left -= end - i
         i, hit = h, True
         left = max(left, size)

@@ -56,8 +56,9 @@ def pieces(raw):
         return []
     if len(raw) > LONG and LOST.search(raw):
         # The space a paste put where a newline was is no part of a message.
-        return [p[:-1] if p.endswith(" ") else p for p in LOST.split(raw)]
-    return [raw]
+        most = reports.MAX_LINE
+        return [(p[:-1] if p.endswith(" ") else p)[:most] for p in LOST.split(raw)]
+    return [raw[:reports.MAX_LINE]]
 
 
 def lines(numbered):
