@@ -66,10 +66,12 @@ def lines(numbered):
     lines they hold, each a triple with its pasted line's number and hit. A
     quoted line is held until the next says whether it goes on there."""
     held = None    # [number, line, hit, the last piece's number and length]
-    for n, raw, hit in numbered:
+    plain_not, long = PLAIN_NOT, LONG
+    for t in numbered:
+        n, raw, hit = t
         # Most lines are one console line: told at once, for a log's speed.
-        if held is None and raw[:1] not in PLAIN_NOT and len(raw) <= LONG and "#01" not in raw:
-            yield n, raw, hit
+        if held is None and raw[:1] not in plain_not and len(raw) <= long and "#01" not in raw:
+            yield t
             continue
         for line in pieces(raw):
             if held is not None:
