@@ -133,10 +133,11 @@ def main():
     sys.path.insert(0, o.scripts)
     from krepro import classify, records  # noqa: E402
     rows = measure(o.logdir, classify)
-    shown = [r for r in rows if o.part == "all" or r["part"] == o.part]
-    for r in shown:
-        print(f"{r['part']}  {r['name']:<22} found {r['found']!s:<5} no-false {r['no_false']!s:<5} "
-              f"title {r['title']!r} plain {r['plain_title']!r}")
+    raw = [f"{r['part']}  {r['name']:<22} found {r['found']!s:<5} no-false {r['no_false']!s:<5} "
+           f"title {r['title']!r} plain {r['plain_title']!r}" for r in rows]
+    for r, line in zip(rows, raw):
+        if o.part == "all" or r["part"] == o.part:
+            print(line)
     parts = {"held back": figures([r for r in rows if r["part"] == "held"]),
              "tuned on": figures([r for r in rows if r["part"] == "tune"]), "all": figures(rows)}
     print(parts)
@@ -151,7 +152,9 @@ def main():
             "figures": {f"held back: {k}": v for k, v in parts["held back"].items() if k != "logs"},
             "parts": parts, **({"rewrapped golden logs with a report": wrapped} if wrapped else {}),
             "logs": [{k: r[k] for k in ("name", "source", "wrapping", "part", "found", "no_false",
-                                        "title_equal", "title", "plain_title")} for r in rows]})
+                                        "title_equal", "title", "plain_title")} for r in rows],
+            "raw": "\n".join([line for r, line in zip(rows, raw) if r["part"] == "held"]
+                             + [f"{k}: {v}" for k, v in (wrapped or {}).items()])})
 
 
 if __name__ == "__main__":
