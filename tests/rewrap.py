@@ -98,6 +98,8 @@ WRAPPINGS = {
     "markdown-fence": lambda lines: ["```", *lines, "```"],
     "markdown-indent": per_line(lambda l: "    " + l),
     "github-fence-text": lambda lines: ["Here is dmesg:", "```text", *lines, "```", "Any idea?"],
+    "fence-on-the-lines": lambda lines: ["```" + lines[0], *lines[1:-1], lines[-1] + "```"]
+    if len(lines) > 1 else lines,
     "hisilicon": per_line(lambda l: (STAMP.match(l).group(0) + "[pid:123,cpu1,kworker/1:1]" + message(l)
                                      if STAMP.match(l) else l)),
     "samsung": per_line(lambda l: (STAMP.match(l).group(0) + "[1:  kworker/1:1:  123] " + message(l)

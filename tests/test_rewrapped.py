@@ -55,6 +55,9 @@ class Rewrapped(unittest.TestCase):
         self.assertEqual(pasted.pieces("    MESSAGE=WARNING: x"), ["WARNING: x"])
         self.assertEqual(pasted.pieces("    _HOSTNAME=h"), [])
         self.assertEqual(pasted.pieces("```"), [])
+        self.assertEqual(pasted.pieces("```console"), [])
+        self.assertEqual(pasted.pieces("```[   12.000001] WARNING: x"), ["[   12.000001] WARNING: x"])
+        self.assertEqual(pasted.pieces("`[   12.000001] BUG: x`"), ["[   12.000001] BUG: x"])
         self.assertEqual(pasted.pieces("Oops#2 Part3"), [])
         long = "[   12.000001] " + "x" * 200
         self.assertEqual(pasted.pieces(long + " " + long), [long, long])

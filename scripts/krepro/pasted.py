@@ -28,9 +28,10 @@ WIDE = ("\n    MESSAGE=", (reports.TRACE_LINES + 1) * 10)
 FIELD = re.compile(r"^ +([A-Z_][A-Z0-9_]*)=(.*)$")
 # journalctl -o verbose's record heading: "Mon 2023-11-13 08:58:21.123456 UTC [s=...;i=...]".
 VERBOSE_HEAD = re.compile(r"^[A-Z][a-z]{2} [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:.]+ [^ ]+ \[s=[0-9a-f]+;")
-# Lines no kernel printed: markdown fences, pstore's part headers.
-NOISE = re.compile(r"^(?:```|~~~)|^(?:Oops|Panic|Emergency|Shutdown|Halt|Poweroff|Restart|Unknown)"
-                   r"#[0-9]+ Part[0-9]+$")
+# Lines no kernel printed: pstore's part headers; after a markdown fence's
+# ticks, its language ("```text") or nothing.
+NOISE = re.compile(r"^(?:Oops|Panic|Emergency|Shutdown|Halt|Poweroff|Restart|Unknown)#[0-9]+ Part[0-9]+$")
+FENCE_TAG = re.compile(r"^[A-Za-z0-9_+.-]*\s*$")
 # A mail's quote, and what a quoted line must be for its client to have
 # wrapped it: a timestamped message as long as a wrapped line is.
 QUOTE = re.compile(r"^(?:> ?)+")
@@ -48,11 +49,19 @@ def pieces(raw):
         if "#012" in raw:
             return [p for r in raw.split("#012") for p in pieces(r)]
     first = raw[:1]
+    if first in "`~" and raw.startswith(("```", "~~~", "`")):
+        # Markdown: a fence (its language named or not) is no line; code's
+        # ticks written on a log's first or last line come off it.
+        rest = raw.lstrip("`~")
+        if FENCE_TAG.match(rest):
+            return []
+        raw = rest.rstrip("`")
+        first = raw[:1]
     if first == " " and "=" in raw:
         m = FIELD.match(raw)
         if m:
             return [m.group(2)] if m.group(1) == "MESSAGE" else []
-    elif first in "`~OPEHSRUMTWF" and (NOISE.match(raw) or VERBOSE_HEAD.match(raw)):
+    elif first in "OPEHSRUMTWF" and (NOISE.match(raw) or VERBOSE_HEAD.match(raw)):
         return []
     if len(raw) > LONG and LOST.search(raw):
         # The space a paste put where a newline was is no part of a message.
