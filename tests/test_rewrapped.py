@@ -80,6 +80,7 @@ OLD_LOCKDEP = [
      "[ INFO: possible irq lock inversion dependency detected ]"),
     ("WARNING: bad unlock balance detected!", "[ BUG: bad unlock balance detected! ]"),
     ("WARNING: held lock freed!", "[ BUG: held lock freed! ]"),
+    ("WARNING: suspicious RCU usage", "[ INFO: suspicious RCU usage. ]"),
     ("WARNING: lock held when returning to user space!", "[ BUG: lock held when returning to user space! ]"),
     ("WARNING: Nested lock was not taken", "[ BUG: Nested lock was not taken ]"),
 ]
@@ -110,7 +111,27 @@ Call Trace:
 """
 
 
+RCU_BODY = """{banner}
+4.4.0 #1 Not tainted
+-------------------------------
+net/core/dev.c:123 suspicious rcu_dereference_check() usage!
+
+stack backtrace:
+CPU: 0 PID: 7 Comm: t Not tainted 4.4.0 #1
+Call Trace:
+ [<ffffffff81000200>] dump_stack+0x1/0x2
+ [<ffffffff81000300>] lockdep_rcu_suspicious+0x1/0x2
+ [<ffffffff81000400>] dev_fn+0x1/0x2
+"""
+
+
 class OldLockdep(unittest.TestCase):
+    def test_suspicious_rcu_usage_with_its_source_line(self):
+        old = reports.crashes(RCU_BODY.replace("{banner}", "[ INFO: suspicious RCU usage. ]   "))
+        self.assertEqual([c["culprit"] for c in old], ["WARNING: suspicious RCU usage in dev_fn"])
+        modern = reports.crashes(RCU_BODY.replace("{banner}", "WARNING: suspicious RCU usage"))
+        self.assertEqual([c["culprit"] for c in modern], ["WARNING: suspicious RCU usage in dev_fn"])
+
     def test_older_banners_are_titled_as_the_modern_ones(self):
         for modern, old in OLD_LOCKDEP:
             with self.subTest(old):

@@ -155,19 +155,10 @@ def expand(m, text):
     return "".join(out)
 
 
-OLD_LOCKDEP = re.compile(r"^(?:INFO|BUG): (?=possible |inconsistent |[A-Z]+-safe |bad unlock |held lock |"
-                         r"lock held |Nested lock |.*still has locks held)")
-
-
 def classify_line(line, patterns, quick=None):
     """The report header a console line is (kind, title, stem, culprit
     rule), or None."""
-    line = line.lstrip()
-    if line.startswith("[ ") and line.rstrip().endswith(" ]"):
-        # Older lockdep's banners, "[ INFO: inconsistent lock state ]", "[ BUG:
-        # held lock freed! ]": read as today's, titled alike.
-        # A paste may leave blanks after it (a terminal's width).
-        line = OLD_LOCKDEP.sub("WARNING: ", line.rstrip()[2:-2]).rstrip(".")
+    line = syztitle.modern_banner(line.lstrip())
     if quick is not None and not quick.match(line):
         return None
     if any(regex.match(line) for regex in getattr(patterns, "ignore", ())):
