@@ -100,7 +100,8 @@ def figures(rows):
 
 def rewrapped(classify):
     """{wrapping: "n/of"}: golden logs with a report whose wrapped form
-    gives the reports the log gives."""
+    gives the reports the log gives; and of the logs without one, times a
+    wrapped form gave none either."""
     sys.path.insert(0, os.path.join(TOP, "tests"))
     import rewrap
 
@@ -108,15 +109,17 @@ def rewrapped(classify):
         return [(c["kind"], c["title"], classify.title_of(c), tuple(c["trace_frames"]))
                 for c, _ in classify.reports_of(io.StringIO(text))]
     out = {name: [0, 0] for name in rewrap.WRAPPINGS}
+    quiet = [0, 0]    # the logs without a report: none found in any wrapping
     for log in rewrap.GOLDEN:
         text = rewrap.read(log)
         want = reports_of(text)
-        if not want:
-            continue
         for name, wrap in rewrap.WRAPPINGS.items():
-            out[name][1] += 1
-            out[name][0] += reports_of("\n".join(wrap(text.splitlines())) + "\n") == want
-    return {name: f"{n}/{of}" for name, (n, of) in out.items()}
+            same = reports_of("\n".join(wrap(text.splitlines())) + "\n") == want
+            tally = out[name] if want else quiet
+            tally[0] += same
+            tally[1] += 1
+    found = {name: f"{n}/{of}" for name, (n, of) in out.items()}
+    return dict(found, **{"without a report, none found in any wrapping": f"{quiet[0]}/{quiet[1]}"})
 
 
 def main():
@@ -150,7 +153,7 @@ def main():
             "machine": o.machine, "commit": o.commit,
             "held_back": "logs whose source address's SHA-1 begins with 0-7, chosen before any was classified",
             "figures": {f"held back: {k}": v for k, v in parts["held back"].items() if k != "logs"},
-            "parts": parts, **({"rewrapped golden logs with a report": wrapped} if wrapped else {}),
+            "parts": parts, **({"rewrapped golden logs": wrapped} if wrapped else {}),
             "logs": [{k: r[k] for k in ("name", "source", "wrapping", "part", "found", "no_false",
                                         "title_equal", "title", "plain_title")} for r in rows],
             "raw": "\n".join([line for r, line in zip(rows, raw) if r["part"] == "held"]
