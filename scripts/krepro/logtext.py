@@ -4,6 +4,8 @@ or none, one message a line, frames as "func+0x1c/0x40".
 
 What comes off the front of a line, in this order, each where present:
   - a mail quote: "> "
+  - blanks: a markdown code block's indent before a timestamp, or the 16 or
+    more journalctl puts under a record's first line for its later lines
   - a syslog or journal prefix ending in "kernel: ": journalctl's short,
     short-precise, short-iso and short-monotonic forms, RFC 3164 and ISO
     syslog times, with or without a host name
@@ -13,7 +15,10 @@ What comes off the front of a line, in this order, each where present:
     "[Nov13 08:58]" and "[  +0.000123]" (-H, -d), "2023-11-13T08:58:21,123456+00:00"
     (--time-format iso)
   - printk's caller id: "[T14140]", "[ C1]", right after the timestamp or alone
-and a CR at the end. Frames decoded to source lines, by
+  - a vendor kernel's own piece: "[pid:123,cpu1,comm]", "[0:  swapper:  0]",
+    "(0)[123:comm]"; or crash's `log -m` level, "<4>"
+and a CR at the end. A pasted line that is several messages, or none, is
+made one by pasted.py first. Frames decoded to source lines, by
 scripts/decode_stacktrace.sh ("kfree (mm/slub.c:3567)") or in syzbot's mails
 (" __dump_stack lib/dump_stack.c:88 [inline]"), become "kfree+0x0/0x0": the
 classifier reads a frame by its offset, and the offset is never part of a

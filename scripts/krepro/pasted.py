@@ -6,7 +6,8 @@ several lines, or lines no kernel printed among them.
   - a line whose newlines the paste lost: split before each timestamp
   - journalctl -o verbose and crash's `log -d`: a record's fields, one a
     line ("    MESSAGE=..."); the MESSAGE is the line, the others none
-  - markdown fences (```), pstore's "Oops#1 Part1" headers: no line
+  - markdown fences (```), pstore's "Oops#1 Part1" headers: no line; a
+    fence's ticks on a log's own line come off it
   - a mail's quoted line its client wrapped at 72-80 columns: joined again
 Each line keeps its own number: a line split is its pieces, each numbered
 as it was (a report's line is where a user finds it in the paste).
@@ -33,10 +34,10 @@ VERBOSE_HEAD = re.compile(r"^[A-Z][a-z]{2} [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:.]+ [
 NOISE = re.compile(r"^(?:Oops|Panic|Emergency|Shutdown|Halt|Poweroff|Restart|Unknown)#[0-9]+ Part[0-9]+$")
 FENCE_TAG = re.compile(r"^[A-Za-z0-9_+.-]*\s*$")
 # A mail's quote, and what a quoted line must be for its client to have
-# wrapped it: a timestamped message as long as a wrapped line is.
+# wrapped it: a timestamped message as long as a wrapped line is (clients
+# wrap at 72 to 80 columns).
 QUOTE = re.compile(r"^(?:> ?)+")
 STAMPED = re.compile(r"(?:<[0-7]>)?\[ *[0-9]+\.[0-9]+\]")
-# (the narrowest wrap seen is 72 columns; the widest 80).
 WRAP_MIN, WRAP_MAX = 72, 80
 # The first characters of a line pieces() may change, and of a quote.
 PLAIN_NOT = frozenset(" `~OPEHSRUMTWF>")
@@ -102,7 +103,7 @@ def _continues(held, n, line):
     """Whether line goes on the quoted line held: the next pasted line,
     quoted, no message of its own, after a timestamped line a mail client
     would have wrapped."""
-    first, text, _, last_n, last_len = held
+    _, text, _, last_n, last_len = held
     if n != last_n + 1 or not line.startswith(">") or last_len > WRAP_MAX:
         return False
     body = line[QUOTE.match(line).end():]
