@@ -94,6 +94,11 @@ WRAPPINGS = {
     "journalctl-cat": per_line(message),
     "rsyslog-012": rsyslog,
     "lost-newlines": lost_newlines,
+    # A log's tail of fewer lines stays as it is: a line of two short
+    # messages (160 characters or fewer) is read as one (pasted.LONG).
+    "lost-newlines-journal": lambda lines: [x for g in groups(lines, 8) for x in
+                                            ([" ".join(JOURNAL + message(l) for l in g)] if len(g) == 8
+                                             else [JOURNAL + message(l) for l in g])],
     "mail-wrapped": mail_wrapped,
     "markdown-fence": lambda lines: ["```", *lines, "```"],
     "markdown-indent": per_line(lambda l: "    " + l),

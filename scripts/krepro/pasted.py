@@ -18,6 +18,8 @@ from . import reports
 
 # A line longer than this with a timestamp inside may hold several messages
 # (the console's merged pair is shorter and logtext.unwrap() reads its last).
+# Shorter lines pass at once, for speed: two short journal lines run
+# together are read as one.
 LONG = 160
 # Where a lost newline was: before a timestamp, or a syslog/journal prefix.
 _DAY = r"[A-Z][a-z]{2} [ 0-3]?[0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
