@@ -16,6 +16,7 @@ by " ;; ", applied in order to each line:
   nl:TEXT      a newline before each TEXT after the line's start
   drop:REGEX   a line REGEX matches is none
   strip        leading blanks off
+  strip-right  trailing blanks off
   oldlockdep   "[ INFO: X ]" / "[ BUG: X ]" as today's "WARNING: X"
 The held-back part: logs whose source address's SHA-1 begins with 0-7,
 chosen before any log was read by the classifier; only its figures count.
@@ -56,6 +57,8 @@ def derive(text, ops):
             lines = [l for l in lines if not re.search(arg, l)]
         elif name == "strip":
             lines = [l.lstrip() for l in lines]
+        elif name == "strip-right":
+            lines = [l.rstrip() for l in lines]
         elif name == "oldlockdep":
             lines = [OLD_BANNER.sub(r"WARNING: \1", l) for l in lines]
         else:

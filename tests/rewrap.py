@@ -109,6 +109,8 @@ WRAPPINGS = {
                                      if STAMP.match(l) else l)),
     "samsung": per_line(lambda l: (STAMP.match(l).group(0) + "[1:  kworker/1:1:  123] " + message(l)
                                    if STAMP.match(l) else l)),
+    "android-cpu-pid-comm": per_line(lambda l: (STAMP.match(l).group(0) + "c1 123 (kworker/1:1) " + message(l)
+                                                if STAMP.match(l) else l)),
     "mediatek": per_line(lambda l: (STAMP.match(l).group(0) + "(1)[123:kworker/1:1]" + message(l)
                                     if STAMP.match(l) else l)),
     "android-level-caller": per_line(lambda l: ("<6>" + STAMP.match(l).group(0) + "[  T123] " + message(l)

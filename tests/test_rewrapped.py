@@ -67,7 +67,8 @@ class Rewrapped(unittest.TestCase):
         want = "WARNING: CPU: 1 PID: 7 at a.c:1 f+0x1/0x2"
         for line in ["[  12.345678] [pid:123,cpu1,kworker/1:1]" + want, "[    0.000000] [0:      swapper:    0] " + want,
                      "[  12.345678] (0)[123:kworker/0:1]" + want, "<6>[  12.345678] [T123] " + want,
-                     "[  12.345678] <4>" + want, "    [  12.345678] " + want, " " * 29 + want]:
+                     "[  12.345678] <4>" + want, "[    0.693542] c0 1 (swapper/0) " + want,
+                     "<4>[169739.712633] c1 " + want, "    [  12.345678] " + want, " " * 29 + want]:
             self.assertEqual(logtext.plain(line), want, line)
 
 

@@ -52,10 +52,11 @@ _STAMP = (r"\[ *\+?[0-9]+\.[0-9]+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]?[0-9] [
           rf"|{_ISO}")
 _CALLER = r"\[ *[TC][0-9]+\]"
 # After the timestamp, vendor kernels' own: "[pid:123,cpu1,comm]" (HiSilicon),
-# "[0:   swapper:    0]" (Samsung), "(0)[123:comm]" (MediaTek); crash's
+# "[0:   swapper:    0]" (Samsung), "(0)[123:comm]" (MediaTek), "c0 1
+# (swapper/0)" and "c1 " (older Android kernels' CPU, pid and comm); crash's
 # `log -m` level, "<4>".
 _VENDOR = (r"\[pid:[0-9]+,cpu[0-9]+,[^\]]*\]|\[ *[0-9]+: *[^\]]*: *[0-9]+\]|\([0-9]+\)\[[0-9]+:[^\]]*\]"
-           r"|<[0-7]>")
+           r"|c[0-9]{1,3}(?: +[0-9]+ \([^)]*\))?(?= )|<[0-7]>")
 # Blanks before it all: a markdown code block's indent (before a timestamp
 # or a level), or journalctl's under a message's first line for its next
 # ones (16 or more: as wide as the prefix it has no copy of).
@@ -95,7 +96,7 @@ def unwrap(line):
     one counts, as in the guest run's reader (reports.INNER_STAMP)."""
     line = line.rstrip("\r\n")
     m = CONSOLE_STAMP.match(line)
-    if m is None or line.startswith(("[", "(", "<"), m.end()) or "kernel:" in line:
+    if m is None or line.startswith(("[", "(", "<", "c"), m.end()) or "kernel:" in line:
         m = WRAPPING.match(line)
     msg = line[m.end():] if m.end() else line
     return reports.last_message(msg) if "]" in msg or " login: " in msg else msg
