@@ -17,7 +17,7 @@ by " ;; ", applied in order to each line:
   drop:REGEX   a line REGEX matches is none
   strip        leading blanks off
   strip-right  trailing blanks off
-  oldlockdep   "[ INFO: X ]" / "[ BUG: X ]" as today's "WARNING: X"
+  oldlockdep   "[ INFO: X ]" / "[ BUG: X ]" as "INFO: X" / "BUG: X"
 The held-back part: logs whose source address's SHA-1 begins with 0-7,
 chosen before any log was read by the classifier; only its figures count.
 
@@ -39,7 +39,7 @@ import re
 import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OLD_BANNER = re.compile(r"^\[ (?:INFO|BUG): (.*?)\.? \]\s*$")
+OLD_BANNER = re.compile(r"^\[ ((?:INFO|BUG): .*?) \]\s*$")
 
 
 def derive(text, ops):
@@ -60,7 +60,7 @@ def derive(text, ops):
         elif name == "strip-right":
             lines = [l.rstrip() for l in lines]
         elif name == "oldlockdep":
-            lines = [OLD_BANNER.sub(r"WARNING: \1", l) for l in lines]
+            lines = [OLD_BANNER.sub(r"\1", l) for l in lines]
         else:
             sys.exit(f"classify-pasted: unknown operation {op!r}")
     return "\n".join(lines) + "\n"

@@ -352,19 +352,14 @@ def first_headings(lines):
     return first
 
 
-# Older lockdep's banners: "[ INFO: inconsistent lock state ]", "[ BUG:
-# held lock freed! ]".
-OLD_LOCKDEP = re.compile(r"^(?:INFO|BUG): (?=possible |inconsistent |[A-Z]+-safe |bad unlock |held lock |"
-                         r"suspicious RCU |lock held |Nested lock |.*still has locks held)")
-
-
-def modern_banner(line):
-    """A bracketed banner, "[ INFO: inconsistent lock state ]", without its
-    brackets; an older lockdep one as today's "WARNING: ...", so a report
-    is titled the same whichever kernel printed it. A paste may leave
-    blanks after it (a terminal's width)."""
+def unbracketed(line):
+    """Older lockdep's banner, "[ INFO: inconsistent lock state ]", without
+    its brackets and the blanks a paste may leave after it (a terminal's
+    width): the table's INFO and BUG rows read it, titled as syzkaller
+    titles it (its own rows for these, not today's WARNING ones: the
+    older reports' lines differ). Another line as it is."""
     if line.startswith("[ ") and line.rstrip().endswith(" ]"):
-        return OLD_LOCKDEP.sub("WARNING: ", line.rstrip()[2:-2]).rstrip(".")
+        return line.rstrip()[2:-2]
     return line
 
 
@@ -377,7 +372,7 @@ def title(stem, lines, rule_text, end=None):
         stem = lines[1].strip()   # a Rust panic's message, the line after its header
     acc = access(lines) if rule["access"] else None
     if rule["access"] and not acc or rule["need"] and not any(map(rule["need"].search, lines)):
-        line = modern_banner(lines[0].lstrip())
+        line = unbracketed(lines[0].lstrip())
         line = line[5:] if line.startswith("BUG: ") and not stem.startswith("BUG") else line
         return {"culprit": sanitize(line), "stem": None, "access": None, "function": None,
                 "corrupted": True}
