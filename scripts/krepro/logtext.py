@@ -219,21 +219,9 @@ def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wid
     read = _reader(f, block_size)
     while True:
         data = read()
-        block = carry + data
-        if not data:
-            if not block:
-                return
-            carry = ""
-        else:
-            cut = block.rfind("\n") + 1
-            block, carry = block[:cut], block[cut:]
-            if len(carry) > PASTED_LINE:
-                # A line with no end in sight: its first characters.
-                block, carry = block + carry[:PASTED_LINE] + "\n", ""
-                while True:
-                    rest = f.readline(block_size)
-                    if not rest or rest.endswith("\n"):
-                        break
+        block, carry = _whole_lines(f, carry + data, bool(data), block_size)
+        if not block and not data:
+            return
         hits = sorted(p for s in needles for p in _all(block, s))
         single = sorted(p for s in alone for p in _all(block, s))
         if first and n == 0 and block:
@@ -259,6 +247,23 @@ def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wid
         n += len(lines)
         if not data:
             return
+
+
+def _whole_lines(f, block, more, block_size):
+    """(the whole lines of block, the part line after them): all of it at
+    the log's end (more false)."""
+    if not more:
+        return block, ""
+    cut = block.rfind("\n") + 1
+    block, carry = block[:cut], block[cut:]
+    if len(carry) > PASTED_LINE:
+        # A line with no end in sight: its first characters.
+        block, carry = block + carry[:PASTED_LINE] + "\n", ""
+        while True:
+            rest = f.readline(block_size)
+            if not rest or rest.endswith("\n"):
+                break
+    return block, carry
 
 
 def _windows(lines, n, opens, left):
