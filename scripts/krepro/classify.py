@@ -7,18 +7,21 @@ import os
 import re
 import sys
 
-from . import boots, logtext, reports
+from . import boots, logtext, pasted, reports
 from .protocol import CLEAN, REPRODUCED, USAGE
 
 USAGE_LINE = "[--json] [--vmlinux VMLINUX] LOG"
 
 HELP = """\
 The kernel reports in LOG (a file, or - for stdin) as a user has it: a serial
-console log, journalctl or syslog output, dmesg (also -T, -x, -r), with
-caller ids ([T123], [ C1]), CRLF line ends, no timestamps at all, a mail's
-"> " quotes, frames decoded to source lines; each line is read as the plain
-console line it wraps (scripts/krepro/logtext.py), one at a time: any size,
-little memory.
+console log, journalctl or syslog output (also journalctl -o verbose and
+a record's indented lines, rsyslog's #012), dmesg (also -T, -x, -r), crash's
+`log`, pstore, with caller ids ([T123], [ C1]) or a vendor kernel's prefix,
+CRLF line ends, no timestamps at all, a mail's "> " quotes (lines its client
+wrapped joined again), markdown, newlines lost, frames decoded to source
+lines; each line is read as the plain console lines it holds
+(scripts/krepro/pasted.py, logtext.py), one at a time: any size, little
+memory.
 
 Per report:
   title      syzbot's kind of title, "KIND in FUNCTION" (FUNCTION: the first
@@ -202,7 +205,12 @@ def all_reports(f, tracker, decoder=None):
         keep((n, line))
         return undecoded(line)
 
-    marked = logtext.marked_lines(f, wanted, reports.TRACE_LINES + 1, first=True, alone=boots.NEEDLES)
+    # A report's window counts pasted lines: journalctl -o verbose spends
+    # nine or more on a message.
+    marked = logtext.marked_lines(f, wanted, reports.TRACE_LINES + 1, first=True, alone=boots.NEEDLES,
+                                  wide=pasted.WIDE)
+    # A pasted line can hold several messages, or none (pasted.py).
+    marked = pasted.lines(marked)
     for crash in reports.crashes_marked(marked, patterns, read):
         text = crash_text(buf, crash)
         known = logtext.sources_of(text)

@@ -4,6 +4,8 @@ or none, one message a line, frames as "func+0x1c/0x40".
 
 What comes off the front of a line, in this order, each where present:
   - a mail quote: "> "
+  - blanks: a markdown code block's indent before a timestamp, or the 16 or
+    more journalctl puts under a record's first line for its later lines
   - a syslog or journal prefix ending in "kernel: ": journalctl's short,
     short-precise, short-iso and short-monotonic forms, RFC 3164 and ISO
     syslog times, with or without a host name
@@ -13,7 +15,10 @@ What comes off the front of a line, in this order, each where present:
     "[Nov13 08:58]" and "[  +0.000123]" (-H, -d), "2023-11-13T08:58:21,123456+00:00"
     (--time-format iso)
   - printk's caller id: "[T14140]", "[ C1]", right after the timestamp or alone
-and a CR at the end. Frames decoded to source lines, by
+  - a vendor kernel's own piece: "[pid:123,cpu1,comm]", "[0:  swapper:  0]",
+    "(0)[123:comm]"; or crash's `log -m` level, "<4>"
+and a CR at the end. A pasted line that is several messages, or none, is
+made one by pasted.py first. Frames decoded to source lines, by
 scripts/decode_stacktrace.sh ("kfree (mm/slub.c:3567)") or in syzbot's mails
 (" __dump_stack lib/dump_stack.c:88 [inline]"), become "kfree+0x0/0x0": the
 classifier reads a frame by its offset, and the offset is never part of a
@@ -24,11 +29,12 @@ whole. A plain console line is its own unwrap() and plain(), so a log reads
 the same whatever its wrapping.
 """
 import codecs
-import functools
 import io
 import re
 
 from . import reports
+# The pieces of text a regex's matches hold, once here: where they are.
+from .needles import alternatives, any_needles, needle, needles, required_runs  # noqa: F401
 
 # journalctl -o short / short-precise: "Nov 13 08:58:21[.123456] "; RFC 3164
 # syslog the same; ISO: "2023-11-13T08:58:21[.123456][+00:00|Z] ";
@@ -45,14 +51,25 @@ _STAMP = (r"\[ *\+?[0-9]+\.[0-9]+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]?[0-9] [
           r"|\[[A-Z][a-z]{2}[ 0-3]?[0-9] [0-9]{2}:[0-9]{2}\]|\[ *\+? *[0-9]+\.[0-9]+ *<[^>]*>\]"
           rf"|{_ISO}")
 _CALLER = r"\[ *[TC][0-9]+\]"
-WRAPPING = re.compile(rf"^(?:> ?)*(?:{_SYSLOG})?(?:{_LEVEL})?(?:(?:{_STAMP}) ?)?(?:{_CALLER} ?)?")
+# After the timestamp, vendor kernels' own: "[pid:123,cpu1,comm]" (HiSilicon),
+# "[0:   swapper:    0]" (Samsung), "(0)[123:comm]" (MediaTek), "c0 1
+# (swapper/0)" and "c1 " (older Android kernels' CPU, pid and comm); crash's
+# `log -m` level, "<4>".
+_VENDOR = (r"\[pid:[0-9]+,cpu[0-9]+,[^\]]*\]|\[ *[0-9]+: *[^\]]*: *[0-9]+\]|\([0-9]+\)\[[0-9]+:[^\]]*\]"
+           r"|c[0-9]{1,3}(?: +[0-9]+ \([^)]*\))?(?= )|<[0-7]>")
+# Blanks before it all: a markdown code block's indent (before a timestamp
+# or a level), or journalctl's under a message's first line for its next
+# ones (16 or more: as wide as the prefix it has no copy of).
+_BLANKS = r"(?:[ \t]+(?=\[ *\+?[0-9]+\.[0-9]+\]|<[0-7]>\[)| {16,}(?=[^ ]))"
+WRAPPING = re.compile(rf"^(?:> ?)*{_BLANKS}?(?:{_SYSLOG})?(?:{_LEVEL})?(?:(?:{_STAMP}) ?)?(?:{_CALLER} ?)?"
+                      rf"(?:(?:{_VENDOR}) ?)?")
 
 # A decoded frame: "name (file.c:12)", inlines "name (a.c:1 b.h:2)", each
 # line perhaps with "(discriminator 1)"; a segment before it ("0010:name
 # (...)") kept as it is.
-_SRC = r"[A-Za-z0-9_./-]+\.[A-Za-z]+:[0-9]+"
+_SRC = r"[A-Za-z0-9_./+~-]+\.[A-Za-z]+:[0-9]+"
 _DISC = r"(?: \(discriminator [0-9]+\))?"
-DECODED = re.compile(rf"([A-Za-z_][A-Za-z0-9_.]*) \(({_SRC}{_DISC}(?: {_SRC}{_DISC})*)\)")
+DECODED = re.compile(rf"(?<![A-Za-z0-9_.+/])([A-Za-z_][A-Za-z0-9_.]*) \(({_SRC}{_DISC}(?: {_SRC}{_DISC})*)\)")
 SRC = re.compile(_SRC)
 # What every source line has (a dot, letters, a colon, a digit), found fast
 # (a literal first): a line without it has no decoded frame to read.
@@ -79,7 +96,7 @@ def unwrap(line):
     one counts, as in the guest run's reader (reports.INNER_STAMP)."""
     line = line.rstrip("\r\n")
     m = CONSOLE_STAMP.match(line)
-    if m is None or line.startswith("[", m.end()) or "kernel:" in line:
+    if m is None or line.startswith(("[", "(", "<", "c"), m.end()) or "kernel:" in line:
         m = WRAPPING.match(line)
     msg = line[m.end():] if m.end() else line
     return reports.last_message(msg) if "]" in msg or " login: " in msg else msg
@@ -130,83 +147,6 @@ def sources_of(lines):
     return found
 
 
-def needle(regex):
-    """A piece of text every line a regex matches contains (its longest run of
-    plain characters that no group, class or quantifier makes optional), or
-    None when there is no such piece of 3 characters or more."""
-    runs = required_runs(regex)
-    best = max(runs, key=len) if runs else ""
-    return best if len(best) >= 3 else None
-
-
-def required_runs(regex):
-    """The runs of plain characters every match of a regex contains, or None
-    for a top-level alternation."""
-    runs, cur, i, depth = [], "", 0, 0
-    while i < len(regex):
-        c = regex[i]
-        nxt = regex[i + 1] if i + 1 < len(regex) else ""
-        if c == "|" and depth == 0:
-            return None    # a top-level alternation: no one piece
-        if c == "\\" and nxt and not nxt.isalnum():
-            atom, i = nxt, i + 2
-        elif c == "\\" and nxt:
-            # \s, \d, \b, \1: no one character, so the run ends there.
-            runs.append(cur)
-            cur, i = "", i + 2
-            continue
-        elif c in "()[.^$\\{|*+?":
-            runs.append(cur)
-            cur = ""
-            if c == "(":
-                depth += 1
-            elif c == ")":
-                depth -= 1
-            elif c == "[":
-                i = regex.index("]", i + 2 if regex[i + 1:i + 2] in ("]", "^") else i + 1)
-            elif c == "{":
-                i = regex.index("}", i)   # a count, {2} or {0,2}: no text
-            i += 1
-            continue
-        else:
-            atom, i = c, i + 1
-        if depth:
-            continue
-        if regex[i:i + 1] in ("?", "*", "{"):
-            runs.append(cur)
-            cur = ""
-        else:
-            cur += atom
-    runs.append(cur)
-    return [r for r in runs if r]
-
-
-def alternatives(regex):
-    """regex split at its top-level "|"s."""
-    out, depth, start, i = [], 0, 0, 0
-    while i < len(regex):
-        c = regex[i]
-        if c == "\\":
-            i += 1
-        elif c == "[":
-            i = regex.index("]", i + 2 if regex[i + 1:i + 2] in ("]", "^") else i + 1)
-        elif c in "()":
-            depth += 1 if c == "(" else -1
-        elif c == "|" and depth == 0:
-            out.append(regex[start:i])
-            start = i + 1
-        i += 1
-    return out + [regex[start:]]
-
-
-def any_needles(regex):
-    """One needle() for each top-level alternative of regex: a line the
-    regex finds something in holds one of them. None when some alternative
-    has none."""
-    found = [needle(a) for a in alternatives(regex)]
-    return None if None in found else found
-
-
 def file_lines(f):
     """(line number, line) of a log opened as text (universal newlines, as
     open() does by default), one line held at a time and numbered as
@@ -228,54 +168,13 @@ def file_lines(f):
 
 
 BLOCK = 1 << 20
+# The longest line kept whole for pasted.py to split: a log pasted with its
+# newlines lost; any other line keeps its first reports.MAX_LINE characters.
+PASTED_LINE = 64 * reports.MAX_LINE
+INNER_STAMP = re.compile(r" \[ *[0-9]+\.[0-9]{6}\]")
 # Separators str.splitlines() ends a line at, besides "\n" (text mode has
 # turned "\r\n" and "\r" into "\n").
 OTHER_ENDS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-
-
-NEEDLE_MIN = 10
-
-
-def needles(patterns):
-    """Few pieces of text one of which every header line of the report table
-    (reports.load_patterns()) contains, each a piece of a row's required runs
-    of NEEDLE_MIN characters or more (fewer where the row has no longer run),
-    chosen greedily to cover the most rows: each is one find() pass over the
-    text. None when some row has no run of 3 characters."""
-    found = _needles(tuple(row[1].pattern for row in patterns))
-    return None if found is None else list(found)
-
-
-@functools.lru_cache(maxsize=4)
-def _needles(sources):
-    """needles() of the rows' regexes: worked out once a table (a tenth of
-    a second), however many logs are read."""
-    rows, candidates = [], set()
-    for src in sources:
-        if src.startswith("^(?:") and src.endswith(")"):
-            src = src[4:-1]
-        runs = required_runs(src) or []
-        longest = max(map(len, runs), default=0)
-        if longest < 3:
-            return None
-        least = min(NEEDLE_MIN, longest)
-        candidates |= {r[a:b] for r in runs for a in range(len(r)) for b in range(a + least, len(r) + 1)}
-        rows.append(runs)
-    # The rows a candidate is in: looked up by each row's pieces (every
-    # candidate has 3 characters or more), not searched for in every row.
-    covers = {c: set() for c in candidates}
-    for i, runs in enumerate(rows):
-        for piece in {r[a:b] for r in runs for a in range(len(r)) for b in range(a + 3, len(r) + 1)}:
-            if piece in covers:
-                covers[piece].add(i)
-    chosen, left = [], set(range(len(rows)))
-    while left:
-        best = max(covers, key=lambda c: (len(covers[c]), len(c), c))
-        chosen.append(best)
-        left -= covers[best]
-        # What is left to cover, all a candidate is still worth.
-        covers = {c: has & left for c, has in covers.items() if not has.isdisjoint(left)}
-    return tuple(sorted(chosen))
 
 
 def _hit_lines(block, lines, hits, needles, other_ends):
@@ -304,13 +203,14 @@ def report_lines(f, needles, after, block_size=BLOCK):
         yield n, line
 
 
-def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=()):
+def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wide=None):
     """report_lines() as (number, line, hit): hit says the line holds one of
     needles, so it can be a report's header (reports.crashes_marked());
     the others can only be inside a report. needles None: every line, each
     a hit. alone: needles that make a line a hit without the lines after
     it; first: the log's first line is such a hit too (boots.py: a banner
-    and whose a log is are told by one line each)."""
+    and whose a log is are told by one line each). wide (text, lines): a
+    block holding text opens windows of that many lines instead."""
     if needles is None:
         for n, line in file_lines(f):
             yield n, line, True
@@ -319,21 +219,9 @@ def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=()):
     read = _reader(f, block_size)
     while True:
         data = read()
-        block = carry + data
-        if not data:
-            if not block:
-                return
-            carry = ""
-        else:
-            cut = block.rfind("\n") + 1
-            block, carry = block[:cut], block[cut:]
-            if len(carry) > reports.MAX_LINE:
-                # A line with no end in sight: its first MAX_LINE characters.
-                block, carry = block + carry[:reports.MAX_LINE] + "\n", ""
-                while True:
-                    rest = f.readline(block_size)
-                    if not rest or rest.endswith("\n"):
-                        break
+        block, carry = _whole_lines(f, carry + data, bool(data), block_size)
+        if not block and not data:
+            return
         hits = sorted(p for s in needles for p in _all(block, s))
         single = sorted(p for s in alone for p in _all(block, s))
         if first and n == 0 and block:
@@ -350,7 +238,8 @@ def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=()):
         # Each hit opens a window of itself and `after` lines (one line, a
         # hit of alone); `left` is what remains of the last one, carried
         # across blocks.
-        opens = sorted([(h, after + 1) for h in _hit_lines(block, lines, hits, needles, other_ends)]
+        size = wide[1] + 1 if wide and wide[0] in block else after + 1
+        opens = sorted([(h, size) for h in _hit_lines(block, lines, hits, needles, other_ends)]
                        + [(h, 1) for h in _hit_lines(block, lines, single, alone, other_ends)])
         if first and n == 0 and lines and (not opens or opens[0][0] != 0):
             opens.insert(0, (0, 1))
@@ -360,18 +249,38 @@ def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=()):
             return
 
 
+def _whole_lines(f, block, more, block_size):
+    """(the whole lines of block, the part line after them): all of it at
+    the log's end (more false)."""
+    if not more:
+        return block, ""
+    cut = block.rfind("\n") + 1
+    block, carry = block[:cut], block[cut:]
+    if len(carry) > PASTED_LINE:
+        # A line with no end in sight: its first characters.
+        block, carry = block + carry[:PASTED_LINE] + "\n", ""
+        while True:
+            rest = f.readline(block_size)
+            if not rest or rest.endswith("\n"):
+                break
+    return block, carry
+
+
 def _windows(lines, n, opens, left):
     """The lines of a block (numbered from n + 1) in the windows opens
     [(line index, length)] open, the first `left` lines too (what is left
     of one open before): (number, line, hit). Returns what is left of the
     last window."""
     i, hit, most = 0, False, reports.MAX_LINE
+    # A line over printk's limit is cut, unless it is a paste's many
+    # messages (timestamps inside it): pasted.py splits it, then cuts.
+    cut = lambda line: line[:PASTED_LINE] if INNER_STAMP.search(line, 1, most) else line[:most]  # noqa: E731
     for h, size in opens + [(len(lines), 0)]:
         end = min(h, i + left)
         if i < end:
-            yield n + i + 1, lines[i][:most], hit
+            yield n + i + 1, lines[i] if len(lines[i]) <= most else cut(lines[i]), hit
         for j in range(i + 1, end):
-            yield n + j + 1, lines[j][:most], False
+            yield n + j + 1, lines[j] if len(lines[j]) <= most else cut(lines[j]), False
         left -= end - i
         i, hit = h, True
         left = max(left, size)

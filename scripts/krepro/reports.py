@@ -158,9 +158,7 @@ def expand(m, text):
 def classify_line(line, patterns, quick=None):
     """The report header a console line is (kind, title, stem, culprit
     rule), or None."""
-    line = line.lstrip()
-    if line.startswith("[ ") and line.endswith(" ]"):
-        line = line[2:-2]   # older lockdep: "[ INFO: inconsistent lock state ]"
+    line = syztitle.unbracketed(line.lstrip())
     if quick is not None and not quick.match(line):
         return None
     if any(regex.match(line) for regex in getattr(patterns, "ignore", ())):

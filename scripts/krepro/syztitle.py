@@ -352,6 +352,17 @@ def first_headings(lines):
     return first
 
 
+def unbracketed(line):
+    """Older lockdep's banner, "[ INFO: inconsistent lock state ]", without
+    its brackets and the blanks a paste may leave after it (a terminal's
+    width): the table's INFO and BUG rows read it, titled as syzkaller
+    titles it (its own rows for these, not today's WARNING ones: the
+    older reports' lines differ). Another line as it is."""
+    if line.startswith("[ ") and line.rstrip().endswith(" ]"):
+        return line.rstrip()[2:-2]
+    return line
+
+
 def title(stem, lines, rule_text, end=None):
     """dict: culprit (the title), stem, access, function, corrupted. A
     report without what its rule needs (KASAN's access line, lockdep's "is
@@ -361,7 +372,7 @@ def title(stem, lines, rule_text, end=None):
         stem = lines[1].strip()   # a Rust panic's message, the line after its header
     acc = access(lines) if rule["access"] else None
     if rule["access"] and not acc or rule["need"] and not any(map(rule["need"].search, lines)):
-        line = lines[0].lstrip()
+        line = unbracketed(lines[0].lstrip())
         line = line[5:] if line.startswith("BUG: ") and not stem.startswith("BUG") else line
         return {"culprit": sanitize(line), "stem": None, "access": None, "function": None,
                 "corrupted": True}

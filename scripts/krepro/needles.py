@@ -1,0 +1,127 @@
+"""Pieces of fixed text a regex's every match holds ("needles"): a log's
+lines are passed over a block at a time by str.find() for them, and only
+the lines holding one are read by the regexes (logtext.marked_lines(),
+gated.py)."""
+import functools
+
+
+def needle(regex):
+    """A piece of text every line a regex matches contains (its longest run of
+    plain characters that no group, class or quantifier makes optional), or
+    None when there is no such piece of 3 characters or more."""
+    runs = required_runs(regex)
+    best = max(runs, key=len) if runs else ""
+    return best if len(best) >= 3 else None
+
+
+def required_runs(regex):
+    """The runs of plain characters every match of a regex contains, or None
+    for a top-level alternation."""
+    runs, cur, i, depth = [], "", 0, 0
+    while i < len(regex):
+        c = regex[i]
+        nxt = regex[i + 1] if i + 1 < len(regex) else ""
+        if c == "|" and depth == 0:
+            return None    # a top-level alternation: no one piece
+        if c == "\\" and nxt and not nxt.isalnum():
+            atom, i = nxt, i + 2
+        elif c == "\\" and nxt:
+            # \s, \d, \b, \1: no one character, so the run ends there.
+            runs.append(cur)
+            cur, i = "", i + 2
+            continue
+        elif c in "()[.^$\\{|*+?":
+            runs.append(cur)
+            cur = ""
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+            elif c == "[":
+                i = regex.index("]", i + 2 if regex[i + 1:i + 2] in ("]", "^") else i + 1)
+            elif c == "{":
+                i = regex.index("}", i)   # a count, {2} or {0,2}: no text
+            i += 1
+            continue
+        else:
+            atom, i = c, i + 1
+        if depth:
+            continue
+        if regex[i:i + 1] in ("?", "*", "{"):
+            runs.append(cur)
+            cur = ""
+        else:
+            cur += atom
+    runs.append(cur)
+    return [r for r in runs if r]
+
+
+def alternatives(regex):
+    """regex split at its top-level "|"s."""
+    out, depth, start, i = [], 0, 0, 0
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\":
+            i += 1
+        elif c == "[":
+            i = regex.index("]", i + 2 if regex[i + 1:i + 2] in ("]", "^") else i + 1)
+        elif c in "()":
+            depth += 1 if c == "(" else -1
+        elif c == "|" and depth == 0:
+            out.append(regex[start:i])
+            start = i + 1
+        i += 1
+    return out + [regex[start:]]
+
+
+def any_needles(regex):
+    """One needle() for each top-level alternative of regex: a line the
+    regex finds something in holds one of them. None when some alternative
+    has none."""
+    found = [needle(a) for a in alternatives(regex)]
+    return None if None in found else found
+
+
+NEEDLE_MIN = 10
+
+
+def needles(patterns):
+    """Few pieces of text one of which every header line of the report table
+    (reports.load_patterns()) contains, each a piece of a row's required runs
+    of NEEDLE_MIN characters or more (fewer where the row has no longer run),
+    chosen greedily to cover the most rows: each is one find() pass over the
+    text. None when some row has no run of 3 characters."""
+    found = _needles(tuple(row[1].pattern for row in patterns))
+    return None if found is None else list(found)
+
+
+@functools.lru_cache(maxsize=4)
+def _needles(sources):
+    """needles() of the rows' regexes: worked out once a table (a tenth of
+    a second), however many logs are read."""
+    rows, candidates = [], set()
+    for src in sources:
+        if src.startswith("^(?:") and src.endswith(")"):
+            src = src[4:-1]
+        runs = required_runs(src) or []
+        longest = max(map(len, runs), default=0)
+        if longest < 3:
+            return None
+        least = min(NEEDLE_MIN, longest)
+        candidates |= {r[a:b] for r in runs for a in range(len(r)) for b in range(a + least, len(r) + 1)}
+        rows.append(runs)
+    # The rows a candidate is in: looked up by each row's pieces (every
+    # candidate has 3 characters or more), not searched for in every row.
+    covers = {c: set() for c in candidates}
+    for i, runs in enumerate(rows):
+        for piece in {r[a:b] for r in runs for a in range(len(r)) for b in range(a + 3, len(r) + 1)}:
+            if piece in covers:
+                covers[piece].add(i)
+    chosen, left = [], set(range(len(rows)))
+    while left:
+        best = max(covers, key=lambda c: (len(covers[c]), len(c), c))
+        chosen.append(best)
+        left -= covers[best]
+        # What is left to cover, all a candidate is still worth.
+        covers = {c: has & left for c, has in covers.items() if not has.isdisjoint(left)}
+    return tuple(sorted(chosen))
