@@ -333,7 +333,10 @@ static const struct krepro_case cases[] = {
 static const struct krepro_signature signatures[] = {
 	{ "FORTIFY", "^detected buffer overflow in memcpy$", "fortify_panic",
 	  "CONFIG_FORTIFY_SOURCE" },
-	{ "BUG", "^kernel BUG at lib/string_helpers\\.c:[0-9]+$", "fortify_panic",
+	/* 6.12's fortify BUGs in __fortify_panic(), after __fortify_report()'s
+	 * WARNING "memcpy: detected buffer overflow: N byte read of buffer
+	 * size 4". */
+	{ "BUG", "^kernel BUG at lib/string_helpers\\.c:[0-9]+$", "(__)?fortify_panic",
 	  "CONFIG_FORTIFY_SOURCE" },
 	{ NULL },
 };

@@ -426,6 +426,10 @@ unsigned int krepro_xfs_rmap_root(const char *dev, unsigned char root[KREPRO_XFS
 /* Read AG 0's block agbno of dev. */
 void krepro_xfs_read_block(const char *dev, unsigned int agbno,
 			   unsigned char buf[KREPRO_XFS_BLK]);
+/* Set the unwritten bit in the low key i of AG 0's rmapbt root on the
+ * unmounted XFS on dev, and checksum the block again: the key as kernels that
+ * keep the bit in node keys (6.1) leave it over a record turned written. */
+void krepro_xfs_rmap_mark_key_unwritten(const char *dev, unsigned int i);
 /* Read the leaf under key i (0: the first) of the two-level rmapbt root
  * into leaf; returns its agbno. BROKEN if it is not an rmapbt leaf. */
 unsigned int krepro_xfs_rmap_leaf(const char *dev, const unsigned char root[KREPRO_XFS_BLK],

@@ -253,12 +253,25 @@ struct kmsg_counts {
  * A timeout line of the transport's handler: nvme-tcp's "queue Q: timeout
  * request ..." or nvme-rdma's "I/O T QID Q timeout". Q 0 is the admin queue.
  */
+/*
+ * A transport's timeout handler's line, and its queue. 6.1 prints "queue %d:
+ * timeout request" (tcp) or "I/O %d QID %d timeout" (rdma); 6.12's (since
+ * the 6.8 "enhance timeout kernel log" changes) "I/O tag %d (%04x) ...
+ * QID %d timeout", with the command's name in parentheses, spaces and all.
+ */
 static bool timeout_line(const char *msg, int *qid)
 {
+	const char *q;
 	int tag;
 
-	return sscanf(msg, "queue %d: timeout request", qid) == 1 ||
-	       sscanf(msg, "I/O %d QID %d timeout", &tag, qid) == 2;
+	if (sscanf(msg, "queue %d: timeout request", qid) == 1 ||
+	    sscanf(msg, "I/O %d QID %d timeout", &tag, qid) == 2)
+		return true;
+	if (strncmp(msg, "I/O tag ", 8) != 0)
+		return false;
+	for (q = strstr(msg, " QID "); q && strstr(q + 1, " QID "); q = strstr(q + 1, " QID "))
+		;
+	return q && sscanf(q, " QID %d timeout", qid) == 1;
 }
 
 /* Count the nvme lines that show the storm doing its work. */

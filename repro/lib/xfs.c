@@ -51,6 +51,43 @@ unsigned int krepro_xfs_rmap_root(const char *dev, unsigned char root[KREPRO_XFS
 	return rootbno;
 }
 
+/* CRC32C (Castagnoli), which XFS checksums its v5 metadata blocks with. */
+static uint32_t crc32c(const unsigned char *p, size_t n)
+{
+	uint32_t crc = ~0u;
+
+	while (n--) {
+		crc ^= *p++;
+		for (int k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+	}
+	return ~crc;
+}
+
+void krepro_xfs_rmap_mark_key_unwritten(const char *dev, unsigned int i)
+{
+	unsigned char root[KREPRO_XFS_BLK];
+	unsigned int rootbno = krepro_xfs_rmap_root(dev, root);
+	unsigned char *off = root + KREPRO_XFS_BB_HDR + i * KREPRO_RMAP_KEY_PAIR + 12;
+	uint64_t v = htobe64(krepro_be64(off) | KREPRO_RMAP_UNWRITTEN);
+	uint32_t crc;
+	int fd;
+
+	if (i >= krepro_be16(root + 6))
+		krepro_broken("rmapbt root on %s has no key %u", dev, i);
+	memcpy(off, &v, sizeof(v));
+	/* The short-form header's CRC (byte 52, little-endian) covers the block
+	 * with itself zeroed. */
+	memset(root + 52, 0, 4);
+	crc = htole32(crc32c(root, sizeof(root)));
+	memcpy(root + 52, &crc, 4);
+	fd = open(dev, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || pwrite(fd, root, sizeof(root), (off_t)rootbno * KREPRO_XFS_BLK) != sizeof(root) ||
+	    fsync(fd))
+		krepro_broken("rewriting the rmapbt root of %s: %m", dev);
+	close(fd);
+}
+
 void krepro_xfs_read_block(const char *dev, unsigned int agbno, unsigned char buf[KREPRO_XFS_BLK])
 {
 	int fd = open(dev, O_RDONLY | O_CLOEXEC);

@@ -77,7 +77,7 @@ static const struct krepro_case cases[] = {
  * after it are. The stalled read is the reproducer's own evidence.
  */
 static const struct krepro_signature signatures[] = {
-	{ "KASAN", "^KASAN: use-after-free in nvme_rdma_complete_rq$", "nvme_rdma_.*", "CONFIG_KASAN" },
+	{ "KASAN", "^KASAN: (slab-)?use-after-free in nvme_rdma_complete_rq$", "nvme_rdma_.*", "CONFIG_KASAN" },
 	/* WARN_ON_ONCE: on every kernel. */
 	{ "WARNING", "^WARNING in blk_mq_start_request$", "nvme_rdma_.*", NULL },
 	KREPRO_NVME_LIST_SIGNATURES("nvme_rdma_.*"),

@@ -186,7 +186,7 @@ static const struct krepro_case cases[] = {
  * uio_free_minor(), inlined there on the krepro kernels; named after either.
  */
 static const struct krepro_signature signatures[] = {
-	{ "KASAN", "^KASAN: use-after-free in (uio_unregister_device|uio_free_minor)$",
+	{ "KASAN", "^KASAN: (slab-)?use-after-free in (uio_unregister_device|uio_free_minor)$",
 	  "uio_unregister_device", "CONFIG_KASAN" },
 	{ NULL },
 };

@@ -91,18 +91,31 @@ static void write_block(uint64_t block, char fill)
  */
 static void make_natural_image(void)
 {
-	unsigned char root[BLK];
+	unsigned char root[BLK], leaf[BLK];
 	struct stale_key sk;
 	unsigned int pick = krepro_xfs_rmap_image(fs.dev, fs.mnt, FILE_BLOCKS, root) / 2;
-	uint64_t block = krepro_be64(root + KREPRO_XFS_BB_HDR + pick * KREPRO_RMAP_KEY_PAIR + 12);
+	uint64_t key = krepro_be64(root + KREPRO_XFS_BB_HDR + pick * KREPRO_RMAP_KEY_PAIR + 12);
+	uint64_t block;
 
+	krepro_xfs_rmap_leaf(fs.dev, root, pick, leaf);
+	block = krepro_be64(leaf + KREPRO_XFS_BB_HDR + 16);
 	if (!(block & KREPRO_RMAP_UNWRITTEN))
-		krepro_broken("root key %u is not an unwritten extent's (offset %#llx)", pick,
-			      (unsigned long long)block);
+		krepro_broken("root key %u's leaf does not start with an unwritten extent "
+			      "(offset %#llx)", pick, (unsigned long long)block);
 	block &= ~KREPRO_RMAP_FLAGS;
 	krepro_loopfs_mount(&fs);
 	write_block(block, 'W');
 	krepro_loopfs_umount(&fs);
+	if (find_stale_key(fs.dev, &sk) < 0 && !(key & KREPRO_RMAP_UNWRITTEN)) {
+		/* Since upstream 08c987deca56 ("xfs: fix rm_offset flag handling
+		 * in rmap keys", in 6.12, not in 6.1) node keys are written without
+		 * the unwritten bit: this kernel never leaves a stale one. Users'
+		 * filesystems carry them from older kernels: give the key the bit
+		 * a 6.1 kernel leaves there (README, The natural image). */
+		krepro_info("this kernel writes rmapbt keys without the unwritten bit: root key %u "
+			    "gets it as a 6.1 kernel leaves it", pick);
+		krepro_xfs_rmap_mark_key_unwritten(fs.dev, pick);
+	}
 	if (find_stale_key(fs.dev, &sk) < 0)
 		krepro_broken("after the write no root key is stale: the layout changed");
 	krepro_info("rmapbt: %u root keys; key %u: raw offset %#llx (unwritten), its leaf's "
