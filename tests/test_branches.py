@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""The stable branch table and which branch a kernel of the user's is of:
+its release string, its tree's Makefile, its bzImage's version string; and
+the entry points' --branch, checked before any work."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+from krepro import branches  # noqa: E402
+
+
+def bzimage(path, version):
+    img = bytearray(0x400)
+    img[0x202:0x206] = b"HdrS"
+    img[0x20E:0x210] = (0x100).to_bytes(2, "little")
+    img[0x300:0x300 + len(version)] = version
+    with open(path, "wb") as f:
+        f.write(bytes(img))
+
+
+class Branches(unittest.TestCase):
+    def test_table(self):
+        self.assertEqual(list(branches.BRANCHES)[:2], ["6.1", "6.12"])
+        self.assertEqual(branches.DEFAULT, "6.1")
+        self.assertEqual(branches.BRANCHES["6.12"]["package"], "linux-source-6.12")
+
+    def test_of_release(self):
+        for rel, want in (("6.12.118+deb12-cloud-amd64", "6.12"), ("6.1.0-50-amd64", "6.1"),
+                          ("6.12.118-rt-amd64", "6.12"), ("6.6", "6.6"), ("6.10.3", "6.10"),
+                          ("616", None), ("", None), (None, None), ("v6.1", None)):
+            self.assertEqual(branches.of_release(rel), want, rel)
+
+    def test_of_bzimage_and_tree(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "bzImage")
+            bzimage(p, b"6.12.118 (krepro@krepro) #1 SMP PREEMPT_DYNAMIC")
+            self.assertEqual(branches.of_bzimage(p), "6.12")
+            bzimage(p, b"")
+            self.assertIsNone(branches.of_bzimage(p))
+            with open(p, "wb") as f:
+                f.write(b"\0" * 100)        # too short to have a header
+            self.assertIsNone(branches.of_bzimage(p))
+            self.assertIsNone(branches.of_bzimage(os.path.join(d, "none")))
+            with open(os.path.join(d, "Makefile"), "w") as f:
+                f.write("# SPDX\nVERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 118\n")
+            self.assertEqual(branches.of_tree(d), "6.12")
+            with open(os.path.join(d, "Makefile"), "w") as f:
+                f.write("all:\n\ttrue\n")
+            self.assertIsNone(branches.of_tree(d))
+            self.assertIsNone(branches.of_tree(os.path.join(d, "nowhere")))
+
+    def run_entry(self, *argv, env=None):
+        e = dict(os.environ, KREPRO_CACHE=tempfile.mkdtemp(), **(env or {}))
+        p = subprocess.run(list(argv), cwd=TOP, env=e, capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stderr
+
+    def test_a_bad_branch_is_refused_before_any_work(self):
+        for argv, env in (
+                (["./run-in-qemu.sh", "--branch", "6.13", "--dry-run", "xfs-nowait-dio"], None),
+                (["./run-in-qemu.sh", "--dry-run", "xfs-nowait-dio"], {"KREPRO_BRANCH": "x" * 1000}),
+                (["scripts/kernels.sh", "series", "patched"], {"KREPRO_BRANCH": "6.2"}),
+                (["scripts/gate.sh", "--branch", "6.2", "some.patch"], None),
+                (["scripts/krepro-py", "bundle", "--branch", "5.4", "--kernel", "patched",
+                  "xfs-nowait-dio"], None),
+                (["scripts/krepro-py", "bisect", "--rate", "recorded", "--branch", "6.2", "--good",
+                  "a", "--bad", "b", "xfs-nowait-dio"], None)):
+            code, err = self.run_entry(*argv, env=env)
+            self.assertEqual(code, 128, (argv, err))
+            self.assertLessEqual(len(err.strip().splitlines()), 2, (argv, err))
+            self.assertLess(len(err), 400, (argv, err))
+
+    def test_series_of_a_branch(self):
+        code, out = 0, subprocess.run(["scripts/kernels.sh", "series", "patched"], cwd=TOP,
+                                      env=dict(os.environ, KREPRO_BRANCH="6.12"),
+                                      capture_output=True, text=True).stdout
+        self.assertTrue(out.strip())
+        for p in out.split():
+            self.assertIn("/6.12/", p)
+        self.assertEqual(code, 0)
+
+    def test_rate_is_checked(self):
+        for bad in ("1_0/10", "٣/10", "11/10", "0/10", "1/0", "x", "3"):
+            code, err = self.run_entry("./run-in-qemu.sh", "--dry-run", "--rate", bad,
+                                       "--kernel", "patched", "xfs-nowait-dio")
+            self.assertEqual(code, 128, (bad, err))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
