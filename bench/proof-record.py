@@ -27,7 +27,7 @@ import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import records  # noqa: E402
+from krepro import branches, records  # noqa: E402
 from krepro.usage import Parser  # noqa: E402
 
 
@@ -73,6 +73,7 @@ def main(argv):
     for repro, runs in sorted(by_repro.items()):
         out = {"name": o.name, "repro": repro, "date": date, "krepro": rec.get("krepro"),
                "command": portable(rec.get("command") or []), "arch": rec.get("arch"),
+               "branch": rec.get("branch") or branches.DEFAULT,
                "conditions": o.conditions, "runs": runs}
         path = os.path.join(TOP, "repro", repro, "records", o.name + ".json")
         os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -13,7 +13,7 @@ if [ "${1:-}" = lava ]; then
 fi
 need_pkgs \
 	build-essential cmake pkg-config git xz-utils python3 python3-yaml \
-	linux-source-6.1 bc bison flex libelf-dev libssl-dev ccache cpio kmod \
+	linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev ccache cpio kmod \
 	qemu-system-x86 qemu-utils busybox-static \
 	liburing-dev zlib1g-dev xfslibs-dev libbpf-dev libmnl-dev libnftnl-dev \
 	xfsprogs iproute2

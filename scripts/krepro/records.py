@@ -16,6 +16,7 @@ import json
 import os
 import statistics
 
+from . import branches
 from .paths import TOP
 
 TRANSCRIBED = "transcribed"
@@ -70,7 +71,11 @@ def rows(repro, top=TOP):
             tally = collections.Counter(r["outcome"] for r in counted)
             out = ", ".join(f"{o} {n}" for o, n in sorted(tally.items()))
             builds = sorted({r["build"] or "-" for r in runs})
-            lines.append(f"| [{name[:-5]}](records/{name}) | {rec['date']} | {k} | {' '.join(builds)}"
+            # A record of a run on a branch other than the first names it
+            # (records before there were branches are all 6.1's).
+            br = rec.get("branch")
+            label = f"{br} {k}" if br and br != branches.DEFAULT else k
+            lines.append(f"| [{name[:-5]}](records/{name}) | {rec['date']} | {label} | {' '.join(builds)}"
                          f" | {rec.get('conditions') or '-'} | {len(counted)}"
                          + (f" (+{len(runs) - len(counted)} failed boots)" if len(runs) > len(counted) else "")
                          + f" | {out} | {seconds(counted)} | {evidence(runs)} |")
