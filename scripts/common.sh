@@ -104,15 +104,20 @@ foreign_deb() {
 	echo "$dir"
 }
 
-# A column of KREPRO_ARCH's row of scripts/arches.tsv ("-" prints nothing).
-arch_field() {
-	awk -F'\t' -v arch="$KREPRO_ARCH" -v col="$1" '
-		/^#arch\t/ { for (i = 1; i <= NF; i++) if ($i == "#arch" ? col == "arch" : $i == col) c = i; next }
+# table_field TABLE FIRST KEY COL: column COL of row KEY of one of krepro's
+# tab-separated tables, whose header line is "#FIRST\t..." ("-" prints
+# nothing); the host runner reads them too (scripts/krepro/tables.py).
+table_field() {
+	awk -F'\t' -v first="#$2" -v key="$3" -v col="$4" '
+		$1 == first { for (i = 1; i <= NF; i++) if (i == 1 ? "#" col == first : $i == col) c = i; next }
 		/^#/ || !NF { next }
-		$1 == arch { v = $c; if (v == "-") v = ""; print v; found = 1 }
-		END { exit !(c && found) }' "$KREPRO_ARCH_TABLE" ||
-		die "scripts/arches.tsv has no column $1 for $KREPRO_ARCH"
+		$1 == key && c { v = $c; if (v == "-") v = ""; print v; found = 1 }
+		END { exit !(c && found) }' "$1" ||
+		die "${1#"$KREPRO_TOP"/} has no column $4 for $3"
 }
+
+# A column of KREPRO_ARCH's row of scripts/arches.tsv.
+arch_field() { table_field "$KREPRO_ARCH_TABLE" arch "$KREPRO_ARCH" "$1"; }
 
 # Host packages for building and booting KREPRO_ARCH's guests.
 need_arch_pkgs() {
@@ -127,15 +132,8 @@ need_arch_pkgs() {
 	fi
 }
 
-# A column of KREPRO_BRANCH's row of scripts/branches.tsv ("-" prints nothing).
-branch_field() {
-	awk -F'\t' -v branch="$KREPRO_BRANCH" -v col="$1" '
-		/^#branch\t/ { for (i = 1; i <= NF; i++) if ($i == "#branch" ? col == "branch" : $i == col) c = i; next }
-		/^#/ || !NF { next }
-		$1 == branch { v = $c; if (v == "-") v = ""; print v; found = 1 }
-		END { exit !(c && found) }' "$KREPRO_BRANCH_TABLE" ||
-		die "scripts/branches.tsv has no column $1 for $KREPRO_BRANCH"
-}
+# A column of KREPRO_BRANCH's row of scripts/branches.tsv.
+branch_field() { table_field "$KREPRO_BRANCH_TABLE" branch "$KREPRO_BRANCH" "$1"; }
 
 # Image path of a built flavour: <image name>-<branch>-<arch>-<flavour>.
 kernel_image() {

@@ -1,26 +1,14 @@
 """The guest arch table, scripts/arches.tsv (the shell scripts read it too)."""
 import os
 
+from . import tables
 from .paths import SCRIPTS
 
 TABLE = os.path.join(SCRIPTS, "arches.tsv")
 
 
 def load(path=TABLE):
-    arches, header = {}, None
-    with open(path) as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if line.startswith("#arch\t"):
-                header = line[1:].split("\t")
-                continue
-            if not line or line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            if header is None or len(cols) != len(header):
-                raise ValueError(f"{path}: row {cols[0]!r} does not fit the #arch header")
-            arches[cols[0]] = {k: ("" if v == "-" else v) for k, v in zip(header, cols)}
-    return arches
+    return tables.load(path, "arch")
 
 
 ARCHES = load()

@@ -4,26 +4,14 @@ import os
 import re
 import subprocess
 
+from . import tables
 from .paths import SCRIPTS
 
 TABLE = os.path.join(SCRIPTS, "branches.tsv")
 
 
 def load(path=TABLE):
-    rows, header = {}, None
-    with open(path) as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if line.startswith("#branch\t"):
-                header = line[1:].split("\t")
-                continue
-            if not line or line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            if header is None or len(cols) != len(header):
-                raise ValueError(f"{path}: row {cols[0]!r} does not fit the #branch header")
-            rows[cols[0]] = {k: ("" if v == "-" else v) for k, v in zip(header, cols)}
-    return rows
+    return tables.load(path, "branch")
 
 
 BRANCHES = load()
