@@ -333,11 +333,11 @@ class Bundle(unittest.TestCase):
         os.environ.update(self.env)
         try:
             from krepro import disks, meta
-            stamp = disks.prepared_stamp("x86_64", meta.load_all()["fake-disk"])
+            stamp = disks.prepared_stamp("x86_64", "6.1", meta.load_all()["fake-disk"])
         finally:
             os.environ.clear()
             os.environ.update(saved)
-        img = os.path.join(self.tmp, "cache", "images", "fake-disk.img")
+        img = os.path.join(self.tmp, "cache", "images", "6.1", "fake-disk.img")
         os.makedirs(os.path.dirname(img), exist_ok=True)
         with open(img, "wb") as f:
             f.truncate(64 << 20)
