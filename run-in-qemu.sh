@@ -16,12 +16,21 @@ PY=/usr/bin/python3
 export PYTHONPATH="$TOP/scripts${PYTHONPATH:+:$PYTHONPATH}"
 # --classify LOG: the kernel reports in a log (python3 -m krepro classify),
 # wherever the option is; the other arguments are classify's.
+# --classify=LOG is --classify LOG, as every other option takes its value.
 for a in "$@"; do
 	[ "$a" = "--" ] && break
-	if [ "$a" = "--classify" ]; then
+	case $a in
+	--classify | --classify=*)
 		args=()
-		for b in "$@"; do [ "$b" = "--classify" ] || args+=("$b"); done
+		for b in "$@"; do
+			case $b in
+			--classify) ;;
+			--classify=*) args+=("${b#--classify=}") ;;
+			*) args+=("$b") ;;
+			esac
+		done
 		exec "$PY" -m krepro classify "${args[@]}"
-	fi
+		;;
+	esac
 done
 exec "$PY" -m krepro run "$@"

@@ -9,6 +9,7 @@ import sys
 
 from . import boots, logtext, pasted, reports
 from .protocol import CLEAN, REPRODUCED, USAGE
+from .untrusted import Refused, check_regular, clean, say
 
 USAGE_LINE = "[--json] [--vmlinux VMLINUX] LOG"
 
@@ -116,8 +117,11 @@ class Decoder:
 def vmlinux_arch(path):
     """decode.py's arch of an ELF vmlinux (its e_machine), or (None, why not)."""
     try:
+        check_regular(path)
         with open(path, "rb") as f:
             head = f.read(20)
+    except Refused as e:
+        return None, str(e)
     except IsADirectoryError:
         return None, f"{path}: is a directory, not a vmlinux"
     except OSError as e:
@@ -251,7 +255,8 @@ def as_text(number, crash, trace, found, matching):
                     f"{m['fix']}; check your kernel: {m['check']}")
     if not found and matching:
         rows.append("  krepro     no krepro reproducer's signature")
-    return "\n".join(rows)
+    # The log's own words, escaped: a title or frame could drive the terminal.
+    return "\n".join(clean(r) for r in rows)
 
 
 def parser():
@@ -266,7 +271,7 @@ def parser():
 
 
 def fail(msg):
-    print(f"krepro: classify: {msg}", file=sys.stderr)
+    print(f"krepro: classify: {say(msg)}", file=sys.stderr)
     return USAGE
 
 
@@ -287,7 +292,11 @@ def main(argv):
             f = sys.stdin
             f.reconfigure(encoding="utf-8", errors="replace")
         else:
+            # A regular file only: a FIFO would hang and /dev/zero never end.
+            check_regular(o.log)
             f = open(o.log, encoding="utf-8", errors="replace")
+    except Refused as e:
+        return fail(f"{e} (a pipe goes on stdin: LOG -)")
     except FileNotFoundError:
         return fail(f"{o.log}: no such file")
     except IsADirectoryError:
