@@ -78,7 +78,7 @@ def judge(rundir, meta, res, keep=False):
     v = decide(console, meta, read(os.path.join(rundir, "ktap.txt")), res.timed_out, res.status)
     if res.stopped_early:
         v["evidence"] += (" ; guest stopped when its answer was complete" if res.answer_complete is not None
-                          else f" ; guest stopped {guest.AFTER_REPORT:g} s after the report ended")
+                          else f" ; guest stopped {guest.after_report():g} s after the report ended")
     if "lava_job" in res.via:
         # A lab's job has no QEMU exit status here (status is 0 for
         # Complete): LAVA's health says how it ended.
