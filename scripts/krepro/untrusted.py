@@ -41,7 +41,8 @@ def cut(s, n=WORD_MAX):
     """s, cleaned, at most about n characters: a name of 100,000 characters
     is not echoed whole."""
     s = clean(s)
-    return s if len(s) <= n else f"{s[:n // 2]}...({len(s)} characters)"
+    # The tail is kept too: it may hold the quote or colon the message goes on with.
+    return s if len(s) <= n else f"{s[:n // 2]}...({len(s)} characters)...{s[-8:]}"
 
 
 def say(msg):

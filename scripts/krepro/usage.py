@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from .protocol import USAGE
+from .untrusted import say
 
 HELP = """\
 Run krepro reproducers in QEMU guests and decide each row (one reproducer on
@@ -126,7 +127,7 @@ class Parser(argparse.ArgumentParser):
     git bisect run stops instead of marking a commit bad)."""
 
     def error(self, message):
-        print(f"krepro: {self.prog.split()[-1]}: {message} (see --help)", file=sys.stderr)
+        print(f"krepro: {self.prog.split()[-1]}: {say(message)} (see --help)", file=sys.stderr)
         sys.exit(USAGE)
 
 
