@@ -1,19 +1,22 @@
 """krepro's command line: python3 -m krepro SUBCOMMAND (see HELP)."""
-import signal
+import _signal  # built in: no Python code runs before the handler is in
 import sys
 
 
 def quit_early(signum, frame):
-    """A Ctrl-C while the modules load, or after the work is done, is an
-    interrupt like any other: one line and 130, not a traceback from the
-    middle of an import."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """A Ctrl-C while the modules load is an interrupt like any other: one
+    line and 130, not a traceback from the middle of an import."""
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     print("krepro: interrupted", file=sys.stderr)
     sys.exit(130)
 
 
-signal.signal(signal.SIGINT, quit_early)
+_signal.signal(_signal.SIGINT, quit_early)
+# run-in-qemu.sh starts Python with SIGINT blocked: one that came during
+# the interpreter's start-up is delivered now, to quit_early.
+_signal.pthread_sigmask(_signal.SIG_UNBLOCK, {_signal.SIGINT})
 
+import signal  # noqa: E402
 import argparse  # noqa: E402
 import os  # noqa: E402
 
@@ -219,9 +222,23 @@ def entry(argv):
         # An input refused where it is used (a variable, a file): one line.
         print(f"krepro: {sub + ': ' if sub else ''}{say(e)}", file=sys.stderr)
         return USAGE
-    finally:
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            signal.signal(signal.SIGINT, quit_early)
 
 
-sys.exit(entry(sys.argv[1:]))
+try:
+    status = entry(sys.argv[1:])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+except KeyboardInterrupt:
+    # Between main()'s end and the exit: still an interrupt.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print("krepro: interrupted", file=sys.stderr)
+    status = INTERRUPTED
+if status == INTERRUPTED:
+    # An interpreter that caught a KeyboardInterrupt can still end itself by
+    # SIGINT at exit (seen as -2, not 130): the files are written, so go now.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:
+            pass
+    os._exit(status)
+sys.exit(status)
