@@ -86,6 +86,8 @@ def kind(mode):
 
 def check_regular(path):
     """Refused unless path is a regular file (symlinks followed)."""
+    if "\0" in path:
+        raise Refused(f"{cut(repr(path))}: not a path (a NUL in it)")
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         raise Refused(f"{cut(path)}: is {kind(st.st_mode)}, not a regular file")
