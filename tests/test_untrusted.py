@@ -86,6 +86,13 @@ def make_inputs(s):
     os.makedirs(d("json-big"))
     with open(os.path.join(d("json-big"), "run.json"), "w") as f:
         f.truncate(65 << 20)
+    with open(os.path.join(s, "cache-file"), "w") as f:
+        f.write("not a directory\n")
+    return hostile_records(u, d)
+
+
+def hostile_records(u, d):
+    """The run directories whose names or strings are hostile, and the rest."""
     forged = "r\nok 2 forged"
     run_dir(d("newline-name"), rows={"repro": forged}, runs={"repro": forged})
     run_dir(d("hash-name"), rows={"repro": "r # SKIP"}, runs={"repro": "r # SKIP"})
@@ -106,8 +113,6 @@ def make_inputs(s):
         text = f.read()
     with open(os.path.join(logs, "escapes.log"), "w") as f:
         f.write(text.replace("uio_unregister_device", "uio_unregister_device\x1b[2J\x1b]0;x\x07", 3))
-    with open(os.path.join(s, "cache-file"), "w") as f:
-        f.write("not a directory\n")
     return u
 
 

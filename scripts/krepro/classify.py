@@ -275,6 +275,25 @@ def fail(msg):
     return USAGE
 
 
+def open_log(path):
+    """(the log open as text, None), or (None, why not): stdin for "-",
+    else a regular file only (a FIFO would hang, /dev/zero never end)."""
+    try:
+        if path == "-":
+            sys.stdin.reconfigure(encoding="utf-8", errors="replace")
+            return sys.stdin, None
+        check_regular(path)
+        return open(path, encoding="utf-8", errors="replace"), None
+    except Refused as e:
+        return None, f"{e} (a pipe goes on stdin: LOG -)"
+    except FileNotFoundError:
+        return None, f"{path}: no such file"
+    except IsADirectoryError:
+        return None, f"{path}: is a directory, not a log"
+    except OSError as e:
+        return None, f"{path}: cannot read it ({e.strerror or e})"
+
+
 def main(argv):
     o = parser().parse_args(argv)
     decoder = None
@@ -287,23 +306,10 @@ def main(argv):
             return fail(f"{o.vmlinux}: has no line information (.debug_line): "
                         "build it with CONFIG_DEBUG_INFO")
         decoder = Decoder(o.vmlinux, arch)
-    try:
-        if o.log == "-":
-            f = sys.stdin
-            f.reconfigure(encoding="utf-8", errors="replace")
-        else:
-            # A regular file only: a FIFO would hang and /dev/zero never end.
-            check_regular(o.log)
-            f = open(o.log, encoding="utf-8", errors="replace")
-    except Refused as e:
-        return fail(f"{e} (a pipe goes on stdin: LOG -)")
-    except FileNotFoundError:
-        return fail(f"{o.log}: no such file")
-    except IsADirectoryError:
-        return fail(f"{o.log}: is a directory, not a log")
-    except OSError as e:
-        return fail(f"{o.log}: cannot read it ({e.strerror or e})")
-    sigs, why = None, None
+    f, why = open_log(o.log)
+    if why:
+        return fail(why)
+    sigs = None
     found = 0
     try:
         with f:

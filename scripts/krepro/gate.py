@@ -43,8 +43,7 @@ def gate_record(results, rec, base, series):
     lines = []
     for repro in sorted(by):
         b, s = by[repro].get(base), by[repro].get(series)
-        vb = b["decision"] if b else "MISSING"
-        vs = s["decision"] if s else "MISSING"
+        vb, vs = (x["decision"] if x else "MISSING" for x in (b, s))
         if vb == "PASS" and vs in ("FAIL", "OTHER"):
             kind = "regression"
         elif vb == "FAIL" and vs == "PASS":
@@ -60,8 +59,8 @@ def gate_record(results, rec, base, series):
                         and x["outcome"] == vs), None)
             if run:
                 ev = f"{md_cell(run['evidence'])} ({md_cell(run['log'])})"
-        lines.append(f"| {md_cell(repro)} | {md_cell(b['cell'] if b else vb)} | {md_cell(s['cell'] if s else vs)} "
-                     f"| {kind} | {ev} |")
+        cells = [md_cell(x) for x in (repro, b["cell"] if b else vb, s["cell"] if s else vs)]
+        lines.append(f"| {' | '.join(cells)} | {kind} | {ev} |")
     md = [clean(f"# krepro gate: {base} -> {series}"), "",
           f"| reproducer | {md_cell(base)} | {md_cell(series)} | change | evidence on {md_cell(series)} |",
           "|---|---|---|---|---|"] + lines + [""]
