@@ -281,6 +281,8 @@ CASES = [
      None),
     ("--results /etc", ["{run}", "--dry-run", "--results", "/etc", X], 128, "holds files and no run.json", None,
      None),
+    ("--results of other files with --replace", ["{run}", "--dry-run", "--results", U + "/outside", "--replace",
+                                                 X], 0, "nothing is built or booted", None, None),
     ("--results an empty directory", ["{run}", "--dry-run", "--results", U + "/empty-results", X], 0,
      "nothing is built or booted", None, None),
     ("a name of 100,000 characters", ["{run}", "--dry-run", "x" * 100000], 128, "characters)...", None,

@@ -341,10 +341,11 @@ def check_results(o):
     if os.path.exists(run_json) and not o.replace:
         return (f"--results {o.results} holds a past run (run.json): give a new directory, "
                 "or add --replace to overwrite it")
-    if os.path.isdir(o.results) and not os.path.exists(run_json) and os.listdir(o.results):
-        # /etc, or a home directory: a run writes its files among the others'.
+    if os.path.isdir(o.results) and not os.path.lexists(run_json) and os.listdir(o.results) \
+            and not o.replace:
+        # /etc, or a home directory: a run would write its files among the others'.
         return (f"--results {o.results} holds files and no run.json (not a krepro run "
-                "directory): give a new or empty directory")
+                "directory): give a new or empty directory, or add --replace to write into it")
     return None
 
 
