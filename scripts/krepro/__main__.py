@@ -222,6 +222,12 @@ def entry(argv):
         # An input refused where it is used (a variable, a file): one line.
         print(f"krepro: {sub + ': ' if sub else ''}{say(e)}", file=sys.stderr)
         return USAGE
+    except BrokenPipeError:
+        # A closed stdout (run --dry-run | head) ends it quietly, as it ends
+        # cat and the other subcommands (SIGPIPE), not with a traceback.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGPIPE)
+        return UNDECIDED
 
 
 try:
