@@ -19,13 +19,18 @@ import importlib.util
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import xml.dom.minidom
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+# Hypothesis keeps its caches under the working directory unless told:
+# not in the source tree.
+STORE = tempfile.mkdtemp(prefix="krepro-fuzz-")
+os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = STORE
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -335,4 +340,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        status = main()
+    finally:
+        shutil.rmtree(STORE, ignore_errors=True)
+    sys.exit(status)
