@@ -14,13 +14,16 @@ from .arches import ARCHES
 from .backend import Backend, GuestResult, stopped
 from .paths import cache, read
 from .protocol import INIT_DONE, INIT_STARTED
-from .untrusted import Refused, cut
+from .untrusted import Refused, clean, cut
 # Guest slots live in slots.py; lava.py and the bench take them through here.
 from .slots import guest_slot  # noqa: F401
 
 
 def log(msg):
-    print(f"krepro: {msg}", file=sys.stderr, flush=True)
+    # A guest's words (a report's title, an error) reach the terminal: its
+    # control characters are escaped, line by line.
+    text = "\n".join(clean(line, tabs=True) for line in str(msg).split("\n"))
+    print(f"krepro: {text}", file=sys.stderr, flush=True)
 
 
 def qemu_binary(arch):
