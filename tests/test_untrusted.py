@@ -103,6 +103,8 @@ def hostile_records(u, d):
     run_dir(d("pipe-name"), rows={"repro": "a|b", "kernel": "k|"}, runs={"repro": "a|b", "kernel": "k|"})
     run_dir(d("fence-log"), console=CONSOLE + "[    1.300000] ```\n[    1.400000] ````` # end\n")
     run_dir(d("long-name"), rows={"repro": "x" * 100000}, runs={"repro": "x" * 100000})
+    run_dir(d("tmp-link-out"))
+    os.symlink(os.path.join(u, "outside", "secret.txt"), os.path.join(d("tmp-link-out"), "summary.md.tmp"))
     os.makedirs(d("dry-run-report"))
     run_dir(os.path.join(d("dry-run-report"), "run"))
     os.makedirs(d("empty-results"))
@@ -182,6 +184,11 @@ def check_no_secret(d, out):
         (["the outside file on the terminal"] if SECRET in out else [])
 
 
+def check_secret_kept(d, out):
+    with open(os.path.join(os.path.dirname(d), "outside", "secret.txt")) as f:
+        return [] if f.read() == SECRET + "\n" else ["a file outside the run directory was written"]
+
+
 def check_not_rendered(d, out):
     return [f"{n} written" for n in ("summary.md", "results.ktap", "junit.xml")
             if os.path.exists(os.path.join(d, n))]
@@ -234,6 +241,8 @@ CASES = [
     ("a log's backticks cannot close the fence", PY + ["report", U + "/fence-log"], 1, "``````", None,
      check_fence),
     ("a name of 100,000 characters", PY + ["report", U + "/long-name"], 1, "written", None, check_junit),
+    ("a report's temporary file a link out", PY + ["report", U + "/tmp-link-out"], 1, "written", None,
+     check_secret_kept),
     # --- classify: only a regular file; its words escaped ---
     ("classify a FIFO", PY + ["classify", U + "/logs/console.fifo"], 128, "is a FIFO", None, None),
     ("classify /dev/zero", ["{run}", "--classify", "/dev/zero"], 128, "is a character device", None, None),

@@ -181,9 +181,16 @@ def guarded(prog, results, work):
 
 
 def write(path, text):
+    """path written whole (a temporary file renamed over it). The temporary
+    is made new, never opened through a link a run directory someone handed
+    over may hold in its place."""
+    tmp = path + ".tmp"
     try:
-        with open(path + ".tmp", "w") as f:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w") as f:
             f.write(text)
-        os.replace(path + ".tmp", path)
+        os.replace(tmp, path)
     except OSError as e:
         raise BadRun(f"{path}: cannot write it ({e.strerror or e})") from None
