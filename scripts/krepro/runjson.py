@@ -6,7 +6,7 @@ import os
 import sys
 
 from .protocol import USAGE
-from .untrusted import RUN_JSON_MAX, Refused, cut, inside, lexically_inside, read_bytes, say
+from .untrusted import RUN_JSON_MAX, Refused, cut, inside, lexically_inside, read_bytes, say, write_whole
 
 
 class BadRun(Exception):
@@ -184,13 +184,7 @@ def write(path, text):
     """path written whole (a temporary file renamed over it). The temporary
     is made new, never opened through a link a run directory someone handed
     over may hold in its place."""
-    tmp = path + ".tmp"
     try:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        write_whole(path, text)
     except OSError as e:
         raise BadRun(f"{path}: cannot write it ({e.strerror or e})") from None

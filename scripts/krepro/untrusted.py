@@ -4,6 +4,7 @@ regular file is read, and only so much of it; what it says is escaped before
 it is written anywhere (docs/design-notes.md, "Input from someone else")."""
 import os
 import re
+import shutil
 import stat
 
 # A run of the whole matrix at its caps is a few MB of run.json.
@@ -111,6 +112,39 @@ def read_bytes(path, limit, truncate=False):
     if len(data) > limit and not truncate:
         raise Refused(f"{cut(path)}: more than the {limit >> 20} MiB krepro reads of it")
     return data[:limit]
+
+
+def create(path):
+    """path as a new empty file, open for writing (a file object): whatever
+    was there (a link out of a run directory handed over, a FIFO) removed
+    first, never followed (O_EXCL, O_NOFOLLOW). OSError as open() raises it."""
+    if os.path.lexists(path):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    return os.fdopen(fd, "w")
+
+
+def write_whole(path, text):
+    """path written whole: a new temporary file renamed over it (which
+    replaces a link at path, not what it points to)."""
+    with create(path + ".tmp") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def fresh_dir(d, names):
+    """d as a real directory of its own (a link in its place removed), with
+    each of names in it new and empty: a run writes there, so nothing a
+    past run's directory held may lead its writes elsewhere."""
+    if os.path.islink(d):
+        os.unlink(d)
+    os.makedirs(d, exist_ok=True)
+    for name in os.listdir(d):
+        # A past run's files (report.txt...) would pass for this run's.
+        p = os.path.join(d, name)
+        shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
+    for name in names:
+        create(os.path.join(d, name)).close()
 
 
 def read_text(path, limit, truncate=False):
