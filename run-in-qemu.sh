@@ -14,14 +14,31 @@ PY=/usr/bin/python3
 	PY=/usr/bin/python3
 }
 export PYTHONPATH="$TOP/scripts${PYTHONPATH:+:$PYTHONPATH}"
+# Python starts with SIGINT blocked (by perl, Essential in Debian) and
+# krepro unblocks it first thing: a Ctrl-C in the interpreter's own start-up
+# is then krepro's one line and 130, not Python's traceback and exit 1 (to
+# git bisect: a bad commit).
+blocked=()
+command -v perl >/dev/null && blocked=(perl -MPOSIX -e
+	'sigprocmask(SIG_BLOCK, POSIX::SigSet->new(SIGINT)) or die "sigprocmask: $!\n";
+	 exec {$ARGV[0]} @ARGV or die "$ARGV[0]: $!\n"')
 # --classify LOG: the kernel reports in a log (python3 -m krepro classify),
 # wherever the option is; the other arguments are classify's.
+# --classify=LOG is --classify LOG, as every other option takes its value.
 for a in "$@"; do
 	[ "$a" = "--" ] && break
-	if [ "$a" = "--classify" ]; then
+	case $a in
+	--classify | --classify=*)
 		args=()
-		for b in "$@"; do [ "$b" = "--classify" ] || args+=("$b"); done
-		exec "$PY" -m krepro classify "${args[@]}"
-	fi
+		for b in "$@"; do
+			case $b in
+			--classify) ;;
+			--classify=*) args+=("${b#--classify=}") ;;
+			*) args+=("$b") ;;
+			esac
+		done
+		exec "${blocked[@]}" "$PY" -m krepro classify "${args[@]}"
+		;;
+	esac
 done
-exec "$PY" -m krepro run "$@"
+exec "${blocked[@]}" "$PY" -m krepro run "$@"

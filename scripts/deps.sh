@@ -16,6 +16,7 @@ need_pkgs \
 	linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev ccache cpio kmod \
 	qemu-system-x86 qemu-utils busybox-static \
 	liburing-dev zlib1g-dev xfslibs-dev libbpf-dev libmnl-dev libnftnl-dev \
-	xfsprogs iproute2
+	xfsprogs iproute2 \
+	python3-hypothesis
 # The ARM guest: cross compilers, armhf libraries, qemu-system-arm.
 KREPRO_ARCH=arm need_arch_pkgs

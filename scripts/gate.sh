@@ -146,7 +146,8 @@ ln -sfn "$(kernel_image "gate-$name-series")" "$results/kernels/base+series"
 log "kernels built in $(($(date +%s) - t0)) s; running ${#repro_list[@]} reproducer(s) on both"
 unset KREPRO_KERNELS
 
-"$TOP/run-in-qemu.sh" --results "$results" ${miss:+--miss "$miss"} ${repeat:+--repeat "$repeat"} \
+# --replace: the directory is the gate's own, with its kernels and series in it.
+"$TOP/run-in-qemu.sh" --results "$results" --replace ${miss:+--miss "$miss"} ${repeat:+--repeat "$repeat"} \
 	--kernel "$results/kernels/base" --kernel "$results/kernels/base+series" "${repro_list[@]}"
 status=$?
 [ "$status" -eq 130 ] && { log "interrupted: what finished is in $results"; exit 130; }

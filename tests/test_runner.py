@@ -269,6 +269,26 @@ class Runner(unittest.TestCase):
         self.assertEqual(self.outcomes(), ["BROKEN"] * 3)
         self.assertEqual(self.record()["rows"][0]["decision"], "BROKEN")
 
+    def test_replace_never_writes_through_a_past_runs_links(self):
+        # A run directory someone handed over, run into with --replace: the
+        # links it holds where krepro writes lead nowhere.
+        self.set_plan("pass")
+        self.run_krepro("--repeat", "1", "fake-bug")
+        outside = os.path.join(self.tmp, "outside.txt")
+        with open(outside, "w") as f:
+            f.write("kept\n")
+        rundir = os.path.join(self.results, self.record()["runs"][0]["dir"])
+        for name in ("console.log", "ktap.txt", "report.txt"):
+            if os.path.lexists(os.path.join(rundir, name)):
+                os.unlink(os.path.join(rundir, name))
+            os.symlink(outside, os.path.join(rundir, name))
+        os.symlink(outside, os.path.join(self.results, "run.json.tmp"))
+        self.run_krepro("--repeat", "1", "fake-bug")
+        self.assertEqual(self.outcomes(), ["PASS"], self.out)
+        with open(outside) as f:
+            self.assertEqual(f.read(), "kept\n")
+        self.assertFalse(os.path.islink(os.path.join(rundir, "console.log")))
+
     # --- sequential stopping ---
     def test_matrix_measures_the_rate_in_the_same_run(self):
         # 5 FAILs bound the rate at >= 54%; then 6 clean runs for miss <= 1%.

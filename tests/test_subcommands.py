@@ -11,15 +11,17 @@ and the streaming classifier finds what crashes() finds in every golden log.
 Boots nothing."""
 import contextlib
 import copy
-import errno
+import fcntl
 import glob
 import io
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -268,32 +270,34 @@ def gate_writes_nothing(t, subst, env):
 
 
 def interrupt(t, scratch, env):
-    """Ctrl-C while classify waits on its input: 130 and one line."""
-    fifo = os.path.join(scratch, "console.fifo")
-    os.mkfifo(fifo)
-    p = subprocess.Popen([sys.executable, "-m", "krepro", "classify", fifo], env=env,
+    """Ctrl-C while classify waits on its input (a pipe, on stdin: a FIFO
+    given as LOG is refused): 130 and one line."""
+    p = subprocess.Popen([sys.executable, "-m", "krepro", "classify", "-"], env=env, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # Open the writing end once the reader has the fifo open: then it is in
-    # Python, past its start, reading.
-    w, deadline = None, time.time() + 30
-    while w is None and time.time() < deadline:
-        try:
-            w = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as e:
-            if e.errno != errno.ENXIO:
-                raise
-            time.sleep(0.05)
-    os.write(w, b"[    1.0] some console line\n")
+    p.stdin.write("[    1.0] some console line\n")
+    p.stdin.flush()
+    # Once the pipe is empty the reader has taken the line: it is in Python,
+    # past its start, reading.
+    deadline = time.time() + 30
+    while time.time() < deadline and pending(p.stdin.fileno()):
+        time.sleep(0.05)
     time.sleep(0.3)
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=30)
-    os.close(w)
+    err = p.stderr.read()
+    p.wait(timeout=30)
+    out = p.stdout.read()
+    p.stdin.close()
     problems = []
     if p.returncode != 130:
         problems.append(f"exit {p.returncode}, want 130")
     if err != "krepro: classify: interrupted\n":
         problems.append(f"stderr {err!r}")
     t.check("Ctrl-C in classify: 130, one line", problems, out + err)
+
+
+def pending(fd):
+    """Bytes waiting in the pipe fd writes to."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
 
 
 def closed_stdout(t, scratch, env):

@@ -1,12 +1,29 @@
 """krepro's command line: python3 -m krepro SUBCOMMAND (see HELP)."""
-import argparse
-import os
-import signal
+import _signal  # built in: no Python code runs before the handler is in
 import sys
 
-from . import gate as gatemod, render
-from .protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE
-from .usage import Parser
+
+def quit_early(signum, frame):
+    """A Ctrl-C while the modules load is an interrupt like any other: one
+    line and 130, not a traceback from the middle of an import."""
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    print("krepro: interrupted", file=sys.stderr)
+    sys.exit(130)
+
+
+_signal.signal(_signal.SIGINT, quit_early)
+# run-in-qemu.sh starts Python with SIGINT blocked: one that came during
+# the interpreter's start-up is delivered now, to quit_early.
+_signal.pthread_sigmask(_signal.SIG_UNBLOCK, {_signal.SIGINT})
+
+import signal  # noqa: E402
+import argparse  # noqa: E402
+import os  # noqa: E402
+
+from . import gate as gatemod, render  # noqa: E402
+from .protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE  # noqa: E402
+from .untrusted import Refused, say  # noqa: E402
+from .usage import Parser  # noqa: E402
 
 SUBCOMMANDS = ("run", "report", "gate", "classify", "bisect", "bundle", "matrix")
 
@@ -150,7 +167,7 @@ def matrix(argv):
 
 
 def fail(sub, msg):
-    print(f"krepro: {sub}: {msg}", file=sys.stderr)
+    print(f"krepro: {sub}: {say(msg)}", file=sys.stderr)
     return USAGE
 
 
@@ -175,7 +192,7 @@ def main(argv):
                "bundle": bundle, "matrix": matrix}.get(sub)
     if handler is None:
         what = f"unknown option {sub!r}" if sub.startswith("-") else f"unknown subcommand {sub!r}"
-        print(f"krepro: {what}: the subcommands are {', '.join(SUBCOMMANDS)} (see --help)", file=sys.stderr)
+        print(f"krepro: {say(what)}: the subcommands are {', '.join(SUBCOMMANDS)} (see --help)", file=sys.stderr)
         return USAGE
     # A closed stdout (| head) ends these quietly, as it ends cat; a kill
     # (TERM) is an interrupt, as Ctrl-C is; a character the terminal's
@@ -191,12 +208,43 @@ def interrupted(signum, frame):
 
 
 def entry(argv):
+    sub = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+    # From here a Ctrl-C is KeyboardInterrupt: the runner keeps a partial run.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return main(argv)
     except KeyboardInterrupt:
-        sub = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+        # A second Ctrl-C must not interrupt the line that says so.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         print(f"krepro: {sub + ': ' if sub else ''}interrupted", file=sys.stderr)
         return INTERRUPTED
+    except Refused as e:
+        # An input refused where it is used (a variable, a file): one line.
+        print(f"krepro: {sub + ': ' if sub else ''}{say(e)}", file=sys.stderr)
+        return USAGE
+    except BrokenPipeError:
+        # A closed stdout (run --dry-run | head) ends it quietly, as it ends
+        # cat and the other subcommands (SIGPIPE), not with a traceback.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGPIPE)
+        return UNDECIDED
 
 
-sys.exit(entry(sys.argv[1:]))
+try:
+    status = entry(sys.argv[1:])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+except KeyboardInterrupt:
+    # Between main()'s end and the exit: still an interrupt.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print("krepro: interrupted", file=sys.stderr)
+    status = INTERRUPTED
+if status == INTERRUPTED:
+    # An interpreter that caught a KeyboardInterrupt can still end itself by
+    # SIGINT at exit (seen as -2, not 130): the files are written, so go now.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:
+            pass
+    os._exit(status)
+sys.exit(status)

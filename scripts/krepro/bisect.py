@@ -15,6 +15,7 @@ from .bisect_search import DEFAULT_CALIBRATE, DEFAULT_FLOOR, Bisect, log
 from .cli import bounded, probability
 from .paths import TOP
 from .protocol import CLEAN, DEFAULT_MISS, USAGE
+from .untrusted import say
 from .usage import Parser, UsageError
 
 HELP = """\
@@ -148,7 +149,7 @@ def main(argv):
             return CLEAN
         return start(o)
     except UsageError as e:
-        print(f"krepro: bisect: {e} (see --help)", file=sys.stderr)
+        print(f"krepro: bisect: {say(e)} (see --help)", file=sys.stderr)
         return USAGE
 
 

@@ -9,6 +9,7 @@ import sys
 
 from . import boots, logtext, pasted, reports
 from .protocol import CLEAN, REPRODUCED, USAGE
+from .untrusted import Refused, check_regular, clean, say
 
 USAGE_LINE = "[--json] [--vmlinux VMLINUX] LOG"
 
@@ -116,8 +117,11 @@ class Decoder:
 def vmlinux_arch(path):
     """decode.py's arch of an ELF vmlinux (its e_machine), or (None, why not)."""
     try:
+        check_regular(path)
         with open(path, "rb") as f:
             head = f.read(20)
+    except Refused as e:
+        return None, str(e)
     except IsADirectoryError:
         return None, f"{path}: is a directory, not a vmlinux"
     except OSError as e:
@@ -251,7 +255,8 @@ def as_text(number, crash, trace, found, matching):
                     f"{m['fix']}; check your kernel: {m['check']}")
     if not found and matching:
         rows.append("  krepro     no krepro reproducer's signature")
-    return "\n".join(rows)
+    # The log's own words, escaped: a title or frame could drive the terminal.
+    return "\n".join(clean(r) for r in rows)
 
 
 def parser():
@@ -266,8 +271,27 @@ def parser():
 
 
 def fail(msg):
-    print(f"krepro: classify: {msg}", file=sys.stderr)
+    print(f"krepro: classify: {say(msg)}", file=sys.stderr)
     return USAGE
+
+
+def open_log(path):
+    """(the log open as text, None), or (None, why not): stdin for "-",
+    else a regular file only (a FIFO would hang, /dev/zero never end)."""
+    try:
+        if path == "-":
+            sys.stdin.reconfigure(encoding="utf-8", errors="replace")
+            return sys.stdin, None
+        check_regular(path)
+        return open(path, encoding="utf-8", errors="replace"), None
+    except Refused as e:
+        return None, f"{e} (a pipe goes on stdin: LOG -)"
+    except FileNotFoundError:
+        return None, f"{path}: no such file"
+    except IsADirectoryError:
+        return None, f"{path}: is a directory, not a log"
+    except OSError as e:
+        return None, f"{path}: cannot read it ({e.strerror or e})"
 
 
 def main(argv):
@@ -282,19 +306,10 @@ def main(argv):
             return fail(f"{o.vmlinux}: has no line information (.debug_line): "
                         "build it with CONFIG_DEBUG_INFO")
         decoder = Decoder(o.vmlinux, arch)
-    try:
-        if o.log == "-":
-            f = sys.stdin
-            f.reconfigure(encoding="utf-8", errors="replace")
-        else:
-            f = open(o.log, encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return fail(f"{o.log}: no such file")
-    except IsADirectoryError:
-        return fail(f"{o.log}: is a directory, not a log")
-    except OSError as e:
-        return fail(f"{o.log}: cannot read it ({e.strerror or e})")
-    sigs, why = None, None
+    f, why = open_log(o.log)
+    if why:
+        return fail(why)
+    sigs = None
     found = 0
     try:
         with f:

@@ -3,6 +3,7 @@ import argparse
 import datetime
 import difflib
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -10,8 +11,10 @@ import sys
 from . import arches, branches, guest, kernels, lava_lab, meta as metamod, plan, rates, render, runner
 from .config import RunConfig
 from .kernels import FLAVOURS
-from .paths import TOP, build, git_commit
+from .paths import TOP, build, cache, git_commit
 from .protocol import DEFAULT_MISS, INTERRUPTED, TIMEOUT_MARGIN, USAGE
+from .run_checks import check_miss, check_report, check_repros
+from .untrusted import Refused, say
 from .usage import HELP
 
 LIMITS = {"--max-runs": 1000, "--repeat": 1000, "--timeout": 86400, "--jobs": 64,
@@ -31,7 +34,7 @@ class Parser(argparse.ArgumentParser):
                 if close:
                     hint = f"; did you mean {close[0]}? (options are never abbreviated)"
                     break
-        print(f"{PROG}: error: {message}{hint} (see run-in-qemu.sh --help)", file=sys.stderr)
+        print(f"{PROG}: error: {say(message)}{hint} (see run-in-qemu.sh --help)", file=sys.stderr)
         sys.exit(USAGE)
 
 
@@ -40,10 +43,10 @@ def bounded(name):
     hi = LIMITS[name]
 
     def conv(v):
-        try:
-            x = int(v)
-        except ValueError:
+        # ASCII digits only: int() also takes "1_0", " 3" and "٣".
+        if not re.fullmatch(r"[0-9]{1,9}", v):
             raise argparse.ArgumentTypeError(f"wants a whole number from 1 to {hi}, not '{v}'")
+        x = int(v)
         if not 1 <= x <= hi:
             raise argparse.ArgumentTypeError(f"wants a whole number from 1 to {hi}, not '{v}'")
         return x
@@ -60,11 +63,14 @@ def given_rate(v):
     return int(f), int(n)
 
 
+NUMBER = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
 def probability(v):
-    try:
-        x = float(v)
-    except ValueError:
+    # ASCII decimals only: float() also takes "0_1", "nan" and other scripts' digits.
+    if not NUMBER.fullmatch(v):
         raise argparse.ArgumentTypeError(f"wants a probability, not '{v}'")
+    x = float(v)
     if not 0 < x < 1:
         raise argparse.ArgumentTypeError(f"wants a probability between 0 and 1, not '{v}'")
     return x
@@ -125,14 +131,15 @@ def parse(argv):
 
 
 def fail(msg):
-    print(f"{PROG}: error: {msg}", file=sys.stderr)
+    # One line, whatever the input it echoes: controls escaped, long words cut.
+    print(f"{PROG}: error: {say(msg)}", file=sys.stderr)
     return USAGE
 
 
 def report(results, any_report):
     if not os.path.isdir(results):
         return fail(f"--report {results}: no such directory")
-    if not os.path.isfile(os.path.join(results, "run.json")):
+    if not os.path.lexists(os.path.join(results, "run.json")):
         return fail(f"--report {results}: no run.json there (not a krepro run directory, "
                     "or one from before run.json existed)")
     return render.render(results, any_report)
@@ -157,8 +164,7 @@ def check_options(o):
     if qemu_extra and o.via != "qemu":
         return ("--qemu-opts is for guests QEMU runs here (--via qemu): a LAVA device "
                 "sets its own QEMU options")
-    return check_via(o) or check_jobs_env(o) or (
-        "--miss and --confidence say the same thing: give one" if o.miss and o.confidence else
+    return check_via(o) or check_miss(o) or (
         "--replace goes with --results DIR" if o.replace and not o.results else None)
 
 
@@ -197,13 +203,23 @@ def check_via(o):
     return None
 
 
-def check_jobs_env(o):
+def check_env(o):
+    """The variables a run reads, checked before any work (and again where
+    each is used)."""
     env = os.environ.get("KREPRO_JOBS")
     if o.jobs is None and env:
         try:
             bounded("KREPRO_JOBS")(env)
         except argparse.ArgumentTypeError as e:
             return f"KREPRO_JOBS {e}"
+    try:
+        guest.after_report()
+        cache()
+    except Refused as e:
+        return str(e)
+    initrd = os.environ.get("KREPRO_INITRD")
+    if initrd and not os.path.isfile(initrd):
+        return f"KREPRO_INITRD={initrd}: no such file (a guest image, a cpio)"
     return None
 
 
@@ -280,6 +296,11 @@ def check_results(o):
     if os.path.exists(run_json) and not o.replace:
         return (f"--results {o.results} holds a past run (run.json): give a new directory, "
                 "or add --replace to overwrite it")
+    if os.path.isdir(o.results) and not os.path.lexists(run_json) and os.listdir(o.results) \
+            and not o.replace:
+        # /etc, or a home directory: a run would write its files among the others'.
+        return (f"--results {o.results} holds files and no run.json (not a krepro run "
+                "directory): give a new or empty directory, or add --replace to write into it")
     return None
 
 
@@ -313,7 +334,8 @@ def main(argv):
     if err:
         return fail(err)
     if o.report:
-        return report(o.report, o.any_report or None)
+        err = check_report(o, argv)
+        return fail(err) if err else report(o.report, o.any_report or None)
     # Names and arches from the source tree: a typo costs no build.
     table = metamod.sources()
     if o.list:
@@ -322,7 +344,7 @@ def main(argv):
         return 0
     if not o.repros:
         return fail("no reproducer given (run-in-qemu.sh --list names them; --help for more)")
-    ks, err = None, metamod.check_names(table, o.arch, o.repros)
+    ks, err = None, check_env(o) or check_repros(o.repros) or metamod.check_names(table, o.arch, o.repros)
     if not err:
         ks, err = make_kernels(o)
     err = err or check_results(o)

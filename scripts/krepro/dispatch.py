@@ -10,6 +10,7 @@ from .guest import log
 from .paths import read
 from .answer import Watch
 from .reports import decide, evidence_crash
+from .untrusted import fresh_dir
 
 
 def backend(config):
@@ -50,9 +51,7 @@ class Dispatcher:
 
     def run(self, kernel, meta, n, rundir, disk, prep_error):
         """One guest of meta on kernel, the n-th of its row: its record."""
-        os.makedirs(rundir, exist_ok=True)
-        for f in ("console.log", "ktap.txt"):
-            open(os.path.join(rundir, f), "w").close()
+        fresh_dir(rundir, ("console.log", "ktap.txt"))
         d = os.path.basename(rundir)
         base = {"repro": meta.name, "kernel": kernel.label, "build": kernel.build_id, "run": n,
                 "dir": d, "log": f"{d}/console.log", "ktap": f"{d}/ktap.txt", "fix": meta.fix,
@@ -78,7 +77,7 @@ def judge(rundir, meta, res, keep=False):
     v = decide(console, meta, read(os.path.join(rundir, "ktap.txt")), res.timed_out, res.status)
     if res.stopped_early:
         v["evidence"] += (" ; guest stopped when its answer was complete" if res.answer_complete is not None
-                          else f" ; guest stopped {guest.AFTER_REPORT:g} s after the report ended")
+                          else f" ; guest stopped {guest.after_report():g} s after the report ended")
     if "lava_job" in res.via:
         # A lab's job has no QEMU exit status here (status is 0 for
         # Complete): LAVA's health says how it ended.

@@ -5,6 +5,7 @@ import os
 from .protocol import CLEAN, REPRODUCED, UNDECIDED
 from .render import md_cell
 from .runjson import BadRun, guarded, load, write
+from .untrusted import clean
 
 
 def labels(rec):
@@ -42,8 +43,7 @@ def gate_record(results, rec, base, series):
     lines = []
     for repro in sorted(by):
         b, s = by[repro].get(base), by[repro].get(series)
-        vb = b["decision"] if b else "MISSING"
-        vs = s["decision"] if s else "MISSING"
+        vb, vs = (x["decision"] if x else "MISSING" for x in (b, s))
         if vb == "PASS" and vs in ("FAIL", "OTHER"):
             kind = "regression"
         elif vb == "FAIL" and vs == "PASS":
@@ -58,22 +58,23 @@ def gate_record(results, rec, base, series):
             run = next((x for x in rec["runs"] if x["repro"] == repro and x["kernel"] == series
                         and x["outcome"] == vs), None)
             if run:
-                ev = f"{md_cell(run['evidence'])} ({run['log']})"
-        lines.append(f"| {repro} | {b['cell'] if b else vb} | {s['cell'] if s else vs} | {kind} | {ev} |")
-    md = [f"# krepro gate: {base} -> {series}", "",
-          f"| reproducer | {base} | {series} | change | evidence on {series} |",
+                ev = f"{md_cell(run['evidence'])} ({md_cell(run['log'])})"
+        cells = [md_cell(x) for x in (repro, b["cell"] if b else vb, s["cell"] if s else vs)]
+        lines.append(f"| {' | '.join(cells)} | {kind} | {ev} |")
+    md = [clean(f"# krepro gate: {base} -> {series}"), "",
+          f"| reproducer | {md_cell(base)} | {md_cell(series)} | change | evidence on {md_cell(series)} |",
           "|---|---|---|---|---|"] + lines + [""]
     for kind, title in (("regression", "REGRESSIONS (PASS->FAIL, or a new kernel report (OTHER): the series broke these)"),
                         ("fix", "FIXES (FAIL->PASS: the series cures these)"),
                         ("unchanged", "unchanged"),
                         ("undecided", "undecided (BROKEN, SKIP, HANG, OTHER on BASE, or missing on one side)")):
-        md.append(f"- {title}: {', '.join(groups[kind]) if groups[kind] else 'none'}")
+        md.append(clean(f"- {title}: {', '.join(groups[kind]) if groups[kind] else 'none'}"))
     partial = rec.get("interrupted") or not rec.get("finished")
     if partial:
         md.append("- PARTIAL: the run did not finish")
     write(os.path.join(results, "gate.md"), "\n".join(md) + "\n")
     print("\n".join(md))
-    print(f"written: {results}/gate.md")
+    print(f"written: {clean(results)}/gate.md")
     if groups["regression"]:
         return REPRODUCED
     return UNDECIDED if groups["undecided"] or partial else CLEAN

@@ -14,12 +14,16 @@ from .arches import ARCHES
 from .backend import Backend, GuestResult, stopped
 from .paths import cache, read
 from .protocol import INIT_DONE, INIT_STARTED
+from .untrusted import Refused, clean, cut
 # Guest slots live in slots.py; lava.py and the bench take them through here.
 from .slots import guest_slot  # noqa: F401
 
 
 def log(msg):
-    print(f"krepro: {msg}", file=sys.stderr, flush=True)
+    # A guest's words (a report's title, an error) reach the terminal: its
+    # control characters are escaped, line by line.
+    text = "\n".join(clean(line, tabs=True) for line in str(msg).split("\n"))
+    print(f"krepro: {text}", file=sys.stderr, flush=True)
 
 
 def qemu_binary(arch):
@@ -132,7 +136,19 @@ def stop_all():
 # stream too ("complete"), for the lines printed right after it (the
 # report's register summary, the harness's closing scan).
 WATCH_EVERY = 1.0
-AFTER_REPORT = float(os.environ.get("KREPRO_AFTER_REPORT") or 10)
+AFTER_REPORT = 10.0
+
+
+def after_report():
+    """AFTER_REPORT, or $KREPRO_AFTER_REPORT (seconds, 0-3600): read where it
+    is used, not at import, so a bad value is one usage error of the run
+    that uses it (untrusted.Refused), not a traceback of every command."""
+    v = os.environ.get("KREPRO_AFTER_REPORT")
+    if not v:
+        return AFTER_REPORT
+    if not re.fullmatch(r"[0-9]{1,4}(\.[0-9]{1,3})?", v) or float(v) > 3600:
+        raise Refused(f"KREPRO_AFTER_REPORT wants seconds from 0 to 3600, not '{cut(v)}'")
+    return float(v)
 AFTER_COMPLETE = 1.0
 
 
@@ -211,6 +227,7 @@ def supervise(argv, out, limit, answered=None, grace=5):
     Returns (status, timed out, stop): stop["early"] says whether it was
     stopped so, stop["report"] and stop["complete"] the guest's seconds when
     each was first seen (None when never)."""
+    wait_report = after_report()
     t0 = time.monotonic()
     p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                          stdin=subprocess.DEVNULL, start_new_session=True)
@@ -225,7 +242,7 @@ def supervise(argv, out, limit, answered=None, grace=5):
                 timed_out = True
                 break
             if (stop["complete"] is not None and now - stop["complete"] >= AFTER_COMPLETE) or \
-                    (stop["report"] is not None and now - stop["report"] >= AFTER_REPORT):
+                    (stop["report"] is not None and now - stop["report"] >= wait_report):
                 stop["early"] = True
                 break
             try:

@@ -217,7 +217,10 @@ def check_names(table, arch, names):
     for n in names:
         s = table.get(n)
         if s is None:
-            close = difflib.get_close_matches(n, table, n=3, cutoff=0.6)
+            # Names are lower case: XFS-NOWAIT-DIO is a typo of one.
+            low = {k.lower(): k for k in table}
+            close = ([low[n.lower()]] if n.lower() in low else
+                     difflib.get_close_matches(n.lower(), table, n=3, cutoff=0.6))
             hint = (f"; did you mean {' or '.join(close)}?" if close
                     else f"; the reproducers for {arch}: {' '.join(source_names(table, arch))}")
             return f"unknown reproducer '{n}'{hint}"

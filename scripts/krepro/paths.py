@@ -3,14 +3,22 @@ import hashlib
 import os
 import subprocess
 
+from .untrusted import Refused, cut
+
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(TOP, "scripts")
 
 
 def cache():
+    """$KREPRO_CACHE, else the user's cache directory's krepro/. Checked
+    where it is used: a file there is a usage error (untrusted.Refused)."""
     c = os.environ.get("KREPRO_CACHE")
+    what = f"KREPRO_CACHE={cut(c)}" if c else None
     if not c:
         c = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "krepro")
+        what = f"the cache {cut(c)}"
+    if os.path.exists(c) and not os.path.isdir(c):
+        raise Refused(f"{what}: not a directory (krepro keeps its kernels, disks and locks there)")
     return c
 
 

@@ -4,6 +4,7 @@ exit status.
 render() never raises on a bad run directory or run.json: it says what is
 wrong in one line on stderr and returns USAGE (runjson.guarded())."""
 import os
+import re
 import statistics
 import sys
 from xml.sax.saxutils import escape, quoteattr
@@ -11,11 +12,13 @@ from xml.sax.saxutils import escape, quoteattr
 from . import stats
 from .protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED
 from .decode import report_lines
-from .paths import read
 from .reports import evidence_crash
 from .runjson import guarded, load, write
+from .untrusted import LOG_MAX, clean, inside, read_text
 
 EXPECTED = {"bug": "FAIL", "fixed": "PASS"}
+# KTAP's directives after a result's "#".
+DIRECTIVE = re.compile(r"(?i)\s*(SKIP|TODO|XFAIL|TIMEOUT|ERROR)\b")
 
 
 def row_record(repro, kernel, role, row, meta, expect, rate_note="", **extra):
@@ -89,8 +92,33 @@ def seconds_stats(runs):
 
 
 def md_cell(s):
-    s = (s or "").replace("|", "\\|").replace("\n", " ")
+    """A table cell: one line, its pipes escaped, at most 160 characters."""
+    s = clean("" if s is None else s).replace("|", "\\|")
     return s if len(s) <= 160 else s[:157] + "..."
+
+
+def quoted(results, rel, what):
+    """A file the record names, read only inside the run directory and only
+    if regular, at most LOG_MAX of it; "" when it is missing (a run cut
+    short). A path out of the directory is refused (untrusted.Refused)."""
+    if not rel:
+        return ""
+    path = inside(results, rel, f"{os.path.join(results, 'run.json')}: {what}")
+    try:
+        return read_text(path, LOG_MAX, truncate=True)
+    except FileNotFoundError:
+        return ""
+    except OSError as e:
+        return f"(cannot read {clean(rel)}: {e.strerror or e})"
+
+
+def fenced(lines):
+    """A Markdown code block of lines from a log: each line cleaned, and a
+    fence longer than any run of backticks in them, which none can close."""
+    lines = [clean(l, tabs=True) for l in lines]
+    longest = max((len(m) for l in lines for m in re.findall("`+", l)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence] + lines + [fence]
 
 
 def excerpt(results, run, lines=40):
@@ -98,13 +126,13 @@ def excerpt(results, run, lines=40):
     the runner could), or the reproducer's own lines."""
     rep = evidence_crash(run)
     if rep:
-        decoded = read(os.path.join(results, run["report"])) if run.get("report") else ""
+        decoded = quoted(results, run.get("report"), "a run's report")
         if decoded:
             return rep, decoded.splitlines()
-        console = read(os.path.join(results, run["log"]))
+        console = quoted(results, run["log"], "a run's log")
         if console and isinstance(rep.get("line"), int):
             return rep, report_lines(console, rep, lines)
-    ktap = read(os.path.join(results, run["ktap"])).splitlines() if run.get("ktap") else []
+    ktap = quoted(results, run.get("ktap"), "a run's KTAP").splitlines()
     picked = [l for l in ktap if l.startswith("# ") and "FAIL" in l][:12]
     return None, picked or [l for l in ktap if l.startswith(("# ", "not ok"))][:12]
 
@@ -150,14 +178,14 @@ def render_record(results, rec, any_report, quiet):
     write(os.path.join(results, "junit.xml"), junit(rec, by_row, results))
     if not quiet:
         print("\n".join(md))
-        print(f"written: {results}/summary.md, results.ktap, junit.xml (from run.json)")
+        print(f"written: {clean(results)}/summary.md, results.ktap, junit.xml (from run.json)")
         if rec.get("expect"):
             print("matrix: " + ("every row as expected" if code == 0 else
                                 "UNEXPECTED rows above" if not partial else
                                 "PARTIAL run: not every row was decided"))
     if partial:
         # Said on every rendering, the runner's own after a Ctrl-C too.
-        print(f"krepro: {results} holds a partial run", file=sys.stderr)
+        print(f"krepro: {clean(results)} holds a partial run", file=sys.stderr)
     return code
 
 
@@ -166,7 +194,7 @@ def summary(results, rec, by_row, partial):
     runs = rec["runs"]
     md = ["# krepro results", ""]
     if partial:
-        cut = "".join(f"; cut off: {c['repro']} on {c['kernel']}, run {c['run']}"
+        cut = "".join(clean(f"; cut off: {c['repro']} on {c['kernel']}, run {c['run']}")
                       for c in rec.get("cut_off") or [])
         md += [f"**PARTIAL**: this run did not finish ({'interrupted' if rec.get('interrupted') else 'killed or still running'}); "
                f"{len(runs)} guest runs were recorded{cut}.", ""]
@@ -182,7 +210,7 @@ def summary(results, rec, by_row, partial):
     prep = rec.get("prepare") or []
     if prep:
         md += ["Disks prepared on the patched kernel: " + "; ".join(
-            f"{p['repro']} {p['outcome']} in {p['seconds']:.1f} s ({p['log']})" for p in prep), ""]
+            clean(f"{p['repro']} {p['outcome']} in {p['seconds']:.1f} s ({p['log']})") for p in prep), ""]
     found = [line for r in rec["rows"] for line in findings(results, r, by_row.get((r["repro"], r["kernel"]), []))]
     if found:
         md += ["## Failures and other reports", ""] + found
@@ -198,8 +226,8 @@ def heading(rec):
     where = "" if via == "qemu" else f", each guest a LAVA job ({via})"
     if (rec.get("jobs") or 1) > 1:
         where += f", up to {rec['jobs']} guests at once"
-    return (f"{rec['arch']}, {rec.get('accel') or '?'}{where}; {how}; krepro {rec.get('krepro', '?')}; "
-            f"started {rec['started']}.")
+    return clean(f"{rec['arch']}, {rec.get('accel') or '?'}{where}; {how}; krepro {rec.get('krepro', '?')}; "
+                 f"started {rec['started']}.")
 
 
 def table(rec, by_row):
@@ -212,17 +240,17 @@ def table(rec, by_row):
         first = next((x for x in rs if x["outcome"] == r["decision"]), rs[-1] if rs else None)
         counts = ", ".join(f"{k} {v}" for k, v in r["counts"].items())
         src = r["rate"]["source"] if r.get("rate") else (r.get("unbounded") or "-")
-        out.append(f"| {r['repro']} | {r['kernel']} | {r['cell']} | {mark} | {counts} | {seconds_stats(rs)} | "
-                   f"{md_cell(src)} | {md_cell(first['evidence'] if first else '')} | "
-                   f"{first['log'] if first else '-'} |")
+        out.append(f"| {md_cell(r['repro'])} | {md_cell(r['kernel'])} | {md_cell(r['cell'])} | {md_cell(mark)} | "
+                   f"{md_cell(counts)} | {seconds_stats(rs)} | {md_cell(src)} | "
+                   f"{md_cell(first['evidence'] if first else '')} | {md_cell(first['log'] if first else '-')} |")
     decided = {(r["repro"], r["kernel"]) for r in rec["rows"]}
     for key, rs in by_row.items():
         if key not in decided:
-            out.append(f"| {key[0]} | {key[1]} | (not decided: run stopped) | - | {len(rs)} runs | "
-                       f"{seconds_stats(rs)} | - | {md_cell(rs[-1]['evidence'])} | {rs[-1]['log']} |")
+            out.append(f"| {md_cell(key[0])} | {md_cell(key[1])} | (not decided: run stopped) | - | {len(rs)} runs | "
+                       f"{seconds_stats(rs)} | - | {md_cell(rs[-1]['evidence'])} | {md_cell(rs[-1]['log'])} |")
     for c in rec.get("cut_off") or []:
-        out.append(f"| {c['repro']} | {c['kernel']} | (cut off: run {c['run']} was running when the run "
-                   f"stopped) | - | - | - | - | - | {c['log']} |")
+        out.append(f"| {md_cell(c['repro'])} | {md_cell(c['kernel'])} | (cut off: run {md_cell(c['run'])} was "
+                   f"running when the run stopped) | - | - | - | - | - | {md_cell(c['log'])} |")
     return out
 
 
@@ -235,16 +263,17 @@ def findings(results, r, rs):
             continue
         run = bad[0]
         rep, lines = excerpt(results, run)
-        out += [f"### {r['repro']} on {r['kernel']}: {outcome} in {len(bad)} of {len(rs)} runs", ""]
+        said = [f"### {r['repro']} on {r['kernel']}: {outcome} in {len(bad)} of {len(rs)} runs", ""]
         if outcome == "FAIL":
-            out.append(f"- this bug ({run.get('signature') or 'evidence'}): {run['evidence']}")
-            out.append(f"- expected fix: {r.get('fix') or 'unknown'}")
+            said.append(f"- this bug ({run.get('signature') or 'evidence'}): {run['evidence']}")
+            said.append(f"- expected fix: {r.get('fix') or 'unknown'}")
         else:
-            out.append(f"- a kernel report that is not this bug: {run['evidence']}"
-                       + ("" if r.get("role") == "bug" else " (a finding on this kernel)"))
-        out += report_lines_of(rep, run) + [f"- log: {run['log']}"] + lava_line(run) + [""]
+            said.append(f"- a kernel report that is not this bug: {run['evidence']}"
+                        + ("" if r.get("role") == "bug" else " (a finding on this kernel)"))
+        said += report_lines_of(rep, run) + [f"- log: {run['log']}"] + lava_line(run)
+        out += [clean(line) for line in said] + [""]
         if lines:
-            out += ["```"] + lines + ["```", ""]
+            out += fenced(lines) + [""]
     return out
 
 
@@ -283,16 +312,27 @@ def ktap(rec, by_row):
     rows = rec["rows"]
     out = ["KTAP version 1", f"1..{len(rows)}"]
     for i, r in enumerate(rows, 1):
-        for x in by_row.get((r["repro"], r["kernel"]), []):
-            out.append(f"# {r['repro']}.{r['kernel']}.{x['run']}: {x['outcome']}: {x['evidence']} (log: {x['log']})")
-        out.append(f"# {r['repro']}.{r['kernel']}: {r['cell']}" + (f" ({r['why']})" if r.get("why") else ""))
+        lines = [f"# {r['repro']}.{r['kernel']}.{x['run']}: {x['outcome']}: {x['evidence']} (log: {x['log']})"
+                 for x in by_row.get((r["repro"], r["kernel"]), [])]
+        lines.append(f"# {r['repro']}.{r['kernel']}: {r['cell']}" + (f" ({r['why']})" if r.get("why") else ""))
         if r.get("rate"):
-            out.append(f"# FAIL rate source: {r['rate']['source']}")
-        name = f"{r['repro']}.{r['kernel']}"
+            lines.append(f"# FAIL rate source: {r['rate']['source']}")
+        out += [clean(line) for line in lines]
+        # A name is one word with no directive in it: "#" would start one.
+        name = clean(f"{r['repro']}.{r['kernel']}").replace("#", "\\x23").replace(" ", "_")
+        cell = clean(r["cell"])
+        if DIRECTIVE.match(cell) and r["decision"] != "SKIP":
+            cell = "cell: " + cell    # a record's cell may not pass for a directive
         skip = " # SKIP" if r["decision"] == "SKIP" else ""
-        out.append(f"{'ok' if row_ok(rec, r) else 'not ok'} {i} {name} # {r['cell']}{skip}"
-                   if not skip else f"ok {i} {name}{skip} {r['cell']}")
+        out.append(f"{'ok' if row_ok(rec, r) else 'not ok'} {i} {name} # {cell}"
+                   if not skip else f"ok {i} {name}{skip} {cell}")
     return "\n".join(out) + "\n"
+
+
+def xattr(v):
+    """An XML attribute of a record's string: cleaned first, since XML 1.0
+    has no way to write most control characters at all."""
+    return quoteattr(clean(v))
 
 
 def junit(rec, by_row, results):
@@ -307,7 +347,7 @@ def junit(rec, by_row, results):
     for r in rows:
         rs = by_row.get((r["repro"], r["kernel"]), [])
         t = sum((y.get("seconds") or 0) for y in rs)
-        x.append(f'  <testcase classname={quoteattr(r["repro"])} name={quoteattr(r["kernel"])} time="{t:.1f}">')
+        x.append(f'  <testcase classname={xattr(r["repro"])} name={xattr(r["kernel"])} time="{t:.1f}">')
         x.append("    <properties>")
         props = {"verdict": r["cell"], "decision": r["decision"], "runs": r["runs"],
                  "expected": r.get("expected") or "", "target_miss": r.get("target_miss")}
@@ -316,17 +356,17 @@ def junit(rec, by_row, results):
         if r.get("miss") is not None:
             props["miss"] = f"{r['miss']:.5f}"
         for k, v in props.items():
-            x.append(f"      <property name={quoteattr(k)} value={quoteattr(str(v))}/>")
+            x.append(f"      <property name={xattr(k)} value={xattr(v)}/>")
         x.append("    </properties>")
         first = next((y for y in rs if y["outcome"] == r["decision"]), rs[-1] if rs else None)
-        msg = quoteattr(f"{r['cell']}: {first['evidence'] if first else ''} (log: {first['log'] if first else '-'})")
+        msg = xattr(f"{r['cell']}: {first['evidence'] if first else ''} (log: {first['log'] if first else '-'})")
         if not row_ok(rec, r):
             tag = "failure" if r["decision"] in ("FAIL", "PASS") else "error"
             x.append(f"    <{tag} message={msg}/>")
         elif r["decision"] == "SKIP":
             x.append(f"    <skipped message={msg}/>")
-        out = "\n".join(f"run {y['run']}: {y['outcome']} {y.get('seconds') or 0:.1f}s {y['evidence']} (log: {y['log']})"
-                        for y in rs)
+        out = "\n".join(clean(f"run {y['run']}: {y['outcome']} {y.get('seconds') or 0:.1f}s {y['evidence']} "
+                              f"(log: {y['log']})") for y in rs)
         x.append(f"    <system-out>{escape(out)}</system-out>")
         x.append("  </testcase>")
     x.append("</testsuite>")

@@ -6,6 +6,7 @@ import os
 import sys
 
 from .protocol import USAGE
+from .untrusted import RUN_JSON_MAX, Refused, cut, inside, lexically_inside, read_bytes, say, write_whole
 
 
 class BadRun(Exception):
@@ -49,6 +50,8 @@ ITEMS = {
 }
 RATE = {"source": (True, str), "low": (True, NUM)}
 CRASH = {"title": (False, (str, NONE)), "line": (False, int), "frames": (False, list)}
+# The paths a record names, per list: each must stay inside the run directory.
+PATHS = {"runs": ("log", "ktap", "report", "lava_log", "dir"), "cut_off": ("log",), "prepare": ("log",)}
 JSON_TYPES = ((bool, "a boolean"), (int, "a number"), (float, "a number"), (str, "a string"),
               (list, "a list"), (dict, "an object"), (NONE, "null"))
 
@@ -82,6 +85,16 @@ def mismatch(obj, schema, where):
     return None
 
 
+def outside(item, key, i):
+    """Why a path item names leads out of the run directory, or None: a
+    record handed over could name /etc/passwd or ../../x as a log."""
+    for field in PATHS.get(key, ()):
+        v = item.get(field)
+        if v is not None and not lexically_inside(v):
+            return f"{key}[{i}].{field} is {cut(repr(v))}, not a path inside the run directory"
+    return None
+
+
 def record_mismatch(rec, kind):
     """Why rec is not a run record render() (kind "report") or gate() ("gate")
     can read, or None."""
@@ -90,7 +103,7 @@ def record_mismatch(rec, kind):
         return why
     for key, schema in ITEMS[kind].items():
         for i, item in enumerate(rec.get(key) or []):
-            why = mismatch(item, schema, f"{key}[{i}]")
+            why = mismatch(item, schema, f"{key}[{i}]") or outside(item, key, i)
             if why:
                 return why
             if kind != "report":
@@ -122,8 +135,10 @@ def load(results, kind="report"):
         raise BadRun(f"{results}: {'not a directory' if os.path.exists(results) else 'no such directory'}")
     path = os.path.join(results, "run.json")
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        inside(results, "run.json", path)
+        text = read_bytes(path, RUN_JSON_MAX).decode("utf-8")
+    except Refused as e:
+        raise BadRun(f"{e}: not a krepro run record") from None
     except FileNotFoundError:
         raise BadRun(f"{path}: no such file (not a krepro run directory)") from None
     except IsADirectoryError:
@@ -149,7 +164,7 @@ def load(results, kind="report"):
 
 
 def refuse(prog, err):
-    print(f"{prog}: {err}", file=sys.stderr)
+    print(f"{prog}: {say(err)}", file=sys.stderr)
     return USAGE
 
 
@@ -158,7 +173,7 @@ def guarded(prog, results, work):
     check let through, as one line on stderr and USAGE."""
     try:
         return work()
-    except BadRun as e:
+    except (BadRun, Refused) as e:
         return refuse(prog, e)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError) as e:
         return refuse(prog, f"{os.path.join(results, 'run.json')}: not a krepro run record "
@@ -166,9 +181,10 @@ def guarded(prog, results, work):
 
 
 def write(path, text):
+    """path written whole (a temporary file renamed over it). The temporary
+    is made new, never opened through a link a run directory someone handed
+    over may hold in its place."""
     try:
-        with open(path + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(path + ".tmp", path)
+        write_whole(path, text)
     except OSError as e:
         raise BadRun(f"{path}: cannot write it ({e.strerror or e})") from None

@@ -14,6 +14,7 @@ from .kernels import Kernel, Undecidable, check_kconfig, prepare_kernels, unpatc
 from .paths import TOP, build, git_commit
 from .protocol import INTERRUPTED, UNDECIDED, USAGE
 from .scheduler import Scheduler
+from .untrusted import write_whole
 
 
 class RunRecord:
@@ -34,9 +35,9 @@ class RunRecord:
         }
 
     def save(self):
-        with open(self.path + ".tmp", "w") as f:
-            json.dump(self.data, f, indent=1)
-        os.replace(self.path + ".tmp", self.path)
+        # --replace may reuse a directory someone handed over: never
+        # written through a link it holds.
+        write_whole(self.path, json.dumps(self.data, indent=1))
         c = self.config
         if c.record_rates and self.data["runs"]:
             b = c.branch or branches.DEFAULT

@@ -9,6 +9,7 @@ import time
 from . import evidence, guest, rates, render, stats
 from .guest import log
 from .kernels import unpatched_build
+from .untrusted import clean
 
 # Boots a row may lose to the infrastructure (no init, QEMU died, a kernel
 # report before the test's start mark) before it is BROKEN; they are retried
@@ -230,11 +231,11 @@ class Scheduler:
             pr.row.add(res["outcome"])
         self.record.save()
         print(f"[row {pr.index}/{len(self.plan)} guest {gi}] {pr.repro:<20} {pr.kernel.label:<10} run {n:<3}"
-              f" {res['outcome']:<6} {res['seconds']:6.1f}s  {res['evidence']}"
+              f" {res['outcome']:<6} {res['seconds']:6.1f}s  {clean(res['evidence'])}"
               + (" (row already decided: recorded, not counted)" if late else "") + retry
               + ("" if res["outcome"] == "PASS" else f"\n       log: {rundir}/console.log")
               + (f"\n       report decoded to file:line: {rundir}/report.txt" if res.get("report") else "")
-              + (f"\n       report not decoded: {res['decode_error']}" if res.get("decode_error") else ""),
+              + (f"\n       report not decoded: {clean(res['decode_error'])}" if res.get("decode_error") else ""),
               file=sys.stderr, flush=True)
         if late or pr.row.decision is None:
             return

@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from .protocol import USAGE
+from .untrusted import say
 
 HELP = """\
 Run krepro reproducers in QEMU guests and decide each row (one reproducer on
@@ -87,8 +88,10 @@ By hand:
 
 Output:
   --results DIR     the run directory (default results/<time>); one that holds a
-                    run.json already is refused unless --replace is given
-  --replace         let --results overwrite a past run's directory
+                    run.json already, or other files, is refused unless --replace
+                    is given
+  --replace         let --results overwrite a past run's directory, or write
+                    into a directory that holds other files
   --report DIR      re-render a past run's reports from its run.json; boots nothing
   --classify LOG    the kernel reports in a log as you have it (console, journalctl,
                     syslog, dmesg, a mail): each one's title and trace, and the
@@ -126,7 +129,7 @@ class Parser(argparse.ArgumentParser):
     git bisect run stops instead of marking a commit bad)."""
 
     def error(self, message):
-        print(f"krepro: {self.prog.split()[-1]}: {message} (see --help)", file=sys.stderr)
+        print(f"krepro: {self.prog.split()[-1]}: {say(message)} (see --help)", file=sys.stderr)
         sys.exit(USAGE)
 
 
