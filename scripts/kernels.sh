@@ -251,8 +251,20 @@ need_build_pkgs() {
 	need_pkgs build-essential bc bison flex libelf-dev libssl-dev ccache cpio kmod $(cross_pkgs)
 }
 
-# Is IMG built from what STAMP hashes?
-image_current() { [ -f "$1" ] && [ "$(cat "$1.stamp" 2>/dev/null)" = "$2" ]; }
+# Is IMG built from what STAMP hashes, and is it what was installed?
+image_current() { [ -f "$1" ] && [ "$(cat "$1.stamp" 2>/dev/null)" = "$2" ] && image_intact "$1"; }
+
+# IMG's content against the hash written when it was installed (an image
+# from before there were hashes has none: it is rebuilt once).
+image_intact() {
+	local want
+	want=$(cat "$1.sha256" 2>/dev/null) || want=
+	[ -n "$want" ] && [ "$want" = "$(sha256sum <"$1" | cut -d' ' -f1)" ] && return 0
+	if [ -n "$want" ]; then
+		log "$1 is damaged (its content does not match $1.sha256): it is rebuilt"
+	fi
+	return 1
+}
 
 # Builds configured TREE in OBJ and installs IMG with its .config, STAMP,
 # build log and timing. DESC names the kernel in messages, LABEL in uname.
@@ -271,6 +283,10 @@ build_image() {
 	# The symbols of this very image, for gdb (run-in-qemu.sh --gdb): the
 	# object directory's vmlinux is the last flavour built.
 	cp "$obj/vmlinux" "$img.vmlinux"
+	# The content's hash, then the stamp: an install cut short (a killed
+	# build, a full disk) leaves no stamp, and a damaged image is caught by
+	# its content (image_intact), not booted to BROKEN again and again.
+	sha256sum <"$img" | cut -d' ' -f1 >"$img.sha256"
 	echo "$stamp" >"$img.stamp"
 	# For bench/: how long it took and how many files were compiled.
 	printf 'seconds=%s compiled=%s ccache=%s\n' "$((t1 - t0))" \

@@ -82,6 +82,37 @@ class Branches(unittest.TestCase):
             self.assertIn("/6.12/", p)
         self.assertEqual(code, 0)
 
+    def test_a_damaged_image_is_stale(self):
+        """A cached image whose content is not what was installed (truncated,
+        half-written) is rebuilt, not booted: kernels.sh stale says so."""
+        cache = os.environ.get("KREPRO_CACHE") or os.path.expanduser("~/.cache/krepro")
+        if not os.path.isdir(os.path.join(cache, "linux-6.1", ".git")):
+            self.skipTest("no 6.1 tree in the cache (make check-patches unpacks it)")
+        env = dict(os.environ, KREPRO_CACHE=cache, KREPRO_BRANCH="6.1")
+        sh = os.path.join(TOP, "scripts", "kernels.sh")
+        stamp = subprocess.run([sh, "stamp", "unpatched"], env=env, capture_output=True,
+                               text=True).stdout.strip()
+        self.assertTrue(stamp)
+        with tempfile.TemporaryDirectory() as d:
+            env["KREPRO_KERNELS"] = d
+            img = os.path.join(d, "bzImage-6.1-x86_64-unpatched")
+            with open(img, "wb") as f:
+                f.write(b"an image" * 1000)
+            with open(img + ".stamp", "w") as f:
+                f.write(stamp + "\n")
+            import hashlib
+            with open(img + ".sha256", "w") as f:
+                f.write(hashlib.sha256(b"an image" * 1000).hexdigest() + "\n")
+            stale = lambda: subprocess.run([sh, "stale", "unpatched"], env=env, capture_output=True, text=True)
+            self.assertEqual(stale().stdout.strip(), "")
+            with open(img, "r+b") as f:
+                f.truncate(100)
+            p = stale()
+            self.assertEqual(p.stdout.strip(), "stale")
+            self.assertIn("is damaged", p.stderr)
+            os.remove(img + ".sha256")
+            self.assertEqual(stale().stdout.strip(), "stale")
+
     def test_rate_is_checked(self):
         for bad in ("1_0/10", "٣/10", "11/10", "0/10", "1/0", "x", "3"):
             code, err = self.run_entry("./run-in-qemu.sh", "--dry-run", "--rate", bad,
