@@ -353,6 +353,29 @@ class Runner(unittest.TestCase):
         self.assertEqual((row["decision"], row["runs"]), ("UNDECIDED", 2))
         self.assertEqual(row["cell"], "undecided: PASS 2 in 2 runs")
 
+    def test_a_full_disk_stops_the_run_with_one_line(self):
+        # The results directory fills up after the first row is decided:
+        # one line, exit 125, and run.json still holds that row.
+        self.record_rate("fake-bug", 20, 20)
+        self.set_plan("bug-report", "pass", "pass", "pass")
+        code = ("import errno, sys\n"
+                "from krepro import cli, runner\n"
+                "real = runner.RunRecord.save\n"
+                "def save(self):\n"
+                "    if len(self.data['rows']) >= 1 and len(self.data['runs']) >= 2:\n"
+                "        raise OSError(errno.ENOSPC, 'No space left on device', self.path)\n"
+                "    real(self)\n"
+                "runner.RunRecord.save = save\n"
+                f"sys.exit(cli.main({['--results', self.results, '--replace', '--kernel', 'unpatched', '--kernel', 'patched', '--expect', 'fake-bug']!r}))\n")
+        p = subprocess.run([sys.executable, "-c", code], env=dict(self.env, PYTHONPATH=os.path.join(TOP, "scripts")),
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 125, p.stderr)
+        err = [l for l in p.stderr.splitlines() if "error:" in l]
+        self.assertEqual(len(err), 1, p.stderr)
+        self.assertIn("No space left on device", err[0])
+        self.assertNotIn("Traceback", p.stderr)
+        self.assertEqual([r["cell"] for r in self.record()["rows"]], ["FAIL 1/1 (rate ≥ 86% at 95%)"])
+
     def test_a_probe_without_a_rate_stops_after_a_few_clean_runs(self):
         # No record of the kernel's branch: 3 clean runs, and the cell says
         # what they bound instead of running to the cap.

@@ -1,5 +1,6 @@
 """run-in-qemu.sh's options, checked before anything is built or booted."""
 import argparse
+import errno
 import datetime
 import difflib
 import os
@@ -12,7 +13,10 @@ from . import arches, branches, guest, kernels, lava_lab, meta as metamod, plan,
 from .config import RunConfig
 from .kernels import FLAVOURS
 from .paths import TOP, build, cache, git_commit
-from .protocol import DEFAULT_MISS, INTERRUPTED, TIMEOUT_MARGIN, USAGE
+from .protocol import DEFAULT_MISS, INTERRUPTED, TIMEOUT_MARGIN, UNDECIDED, USAGE
+
+# A disk that fills up or turns read-only under a run (results or cache).
+DISK_ERRORS = (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO)
 from .run_checks import check_miss, check_report, check_repros
 from .untrusted import Refused, say
 from .usage import HELP
@@ -130,10 +134,10 @@ def parse(argv):
     return o
 
 
-def fail(msg):
+def fail(msg, code=USAGE):
     # One line, whatever the input it echoes: controls escaped, long words cut.
     print(f"{PROG}: error: {say(msg)}", file=sys.stderr)
-    return USAGE
+    return code
 
 
 def report(results, any_report):
@@ -372,7 +376,16 @@ def run(config):
         os.makedirs(config.results, exist_ok=True)
     except OSError as e:
         return fail(f"cannot create {config.results}: {e}")
-    code = runner.main_run(config, metas)
+    try:
+        code = runner.main_run(config, metas)
+    except OSError as e:
+        if e.errno not in DISK_ERRORS:
+            raise
+        # run.json is replaced whole after every guest: what it held before
+        # the failed write (every row decided by then) is still there.
+        return fail(f"cannot write {e.filename or 'a file'}: {e.strerror}; the run stopped, and "
+                    f"{os.path.join(config.results, 'run.json')} keeps every row decided before",
+                    UNDECIDED)
     if config.record_rates and code in (0, 1, INTERRUPTED):
         rates.record_run(config.results, config.arch, config.branch, config.repros,
                          kernels.unpatched_build(config.arch, config.branch), config.repeat)
