@@ -76,7 +76,6 @@ bug_dirs() {
 
 cmd_series() {
 	local flavour=$1 d g f
-	case $flavour in unpatched | patched) ;; *) die "unknown flavour '$flavour' (known: $KREPRO_FLAVOURS)" ;; esac
 	# unpatched: all bugs' context/window/bug; patched: the same, then all fixes.
 	for g in context window bug $([ "$flavour" = patched ] && echo fix); do
 		for d in $(bug_dirs); do
@@ -559,16 +558,45 @@ cmd_fetch_debian() {
 	echo "$deb"
 }
 
-case ${1:-} in
+USAGE="usage: kernels.sh tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | stamp FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | fetch-debian PKG
+(KREPRO_BRANCH: $KREPRO_BRANCHES; KREPRO_ARCH: $KREPRO_ARCHES; FLAVOUR: $KREPRO_FLAVOURS)"
+
+# Bad input before any work (no lock taken, nothing unpacked or built): one
+# line and 128, with the command that was meant where it is close.
+usage_error() {
+	printf 'krepro: error: %s\n%s\n' "$1" "$USAGE" >&2
+	exit 128
+}
+
+check_flavours() {
+	local f
+	for f; do
+		case " $KREPRO_FLAVOURS " in *" $f "*) ;; *)
+			usage_error "unknown flavour '${f:0:40}' (known: $KREPRO_FLAVOURS)" ;;
+		esac
+	done
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case $cmd in
+-h | --help | help) echo "$USAGE"; exit 0 ;;
 tree) cmd_tree ;;
-fetch-debian) cmd_fetch_debian "${2:-}" ;;
-check-series) shift; cmd_check_series "$@" ;;
-build-series) shift; cmd_build_series "$@" ;;
-build-tree) cmd_build_tree "${2:-}" ;;
-stale) cmd_stale "${2:?flavour}" ;;
-stamp) cmd_stamp "${2:?flavour}" ;;
-series) cmd_series "${2:?flavour}" ;;
-build) shift; cmd_build "$@" ;;
-check-patches) cmd_check_patches ;;
-*) echo "usage: $0 tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | stamp FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | fetch-debian PKG" >&2; exit 128 ;;
+fetch-debian) [ $# -eq 1 ] || usage_error "fetch-debian takes one PKG"; cmd_fetch_debian "$1" ;;
+check-series) [ $# -ge 2 ] || usage_error "check-series takes TREE BASE PATCH..."; cmd_check_series "$@" ;;
+build-series) [ $# -ge 3 ] || usage_error "build-series takes NAME TREE BASE PATCH..."; cmd_build_series "$@" ;;
+build-tree) [ $# -eq 1 ] || usage_error "build-tree takes one DIR"; cmd_build_tree "$1" ;;
+stale | stamp | series)
+	[ $# -eq 1 ] || usage_error "$cmd takes one FLAVOUR"
+	check_flavours "$1"
+	"cmd_$cmd" "$1" ;;
+build) check_flavours "$@"; cmd_build "$@" ;;
+check-patches) [ $# -eq 0 ] || usage_error "check-patches takes no argument"; cmd_check_patches ;;
+"") usage_error "a command is needed" ;;
+*)
+	near=
+	for c in tree series build stale stamp check-patches check-series build-series build-tree fetch-debian; do
+		case $c in "${cmd:0:3}"*) near=$c; break ;; esac
+	done
+	usage_error "unknown command '${cmd:0:40}'${near:+; did you mean $near?}" ;;
 esac

@@ -73,6 +73,22 @@ class Branches(unittest.TestCase):
             self.assertLessEqual(len(err.strip().splitlines()), 2, (argv, err))
             self.assertLess(len(err), 400, (argv, err))
 
+    def test_kernels_sh_keeps_the_contract(self):
+        # --help on stdout with 0; bad input one line and the usage, 128,
+        # before any lock or unpacking; a near command suggested.
+        sh = os.path.join(TOP, "scripts", "kernels.sh")
+        p = subprocess.run([sh, "--help"], capture_output=True, text=True)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertIn("usage: kernels.sh", p.stdout)
+        for argv, says in ((["buidl"], "did you mean build?"), (["build", "bogus"], "unknown flavour"),
+                           (["stale"], "takes one FLAVOUR"), ([], "a command is needed"),
+                           (["build-tree"], "takes one DIR"), (["x" * 5000], "unknown command")):
+            code, err = self.run_entry(sh, *argv)
+            self.assertEqual(code, 128, (argv, err))
+            self.assertIn(says, err)
+            self.assertNotIn("unbound", err)
+            self.assertLess(len(err), 1000)
+
     def test_series_of_a_branch(self):
         code, out = 0, subprocess.run(["scripts/kernels.sh", "series", "patched"], cwd=TOP,
                                       env=dict(os.environ, KREPRO_BRANCH="6.12"),
