@@ -210,26 +210,40 @@ lava-lab-check: lava-lab kernels guest guest-arm
 # The gate decides both kernels' rows sequentially unless REPEAT is given.
 BASE ?= patched
 gate:
-	@test -n "$(SERIES)" || { echo "usage: make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH] [REPEAT=N] [MISS=P] [REPROS=...]" >&2; exit 2; }
-	@scripts/gate.sh $(ONE_BRANCH) --base "$(BASE)" --repros "$(if $(filter arm,$(KREPRO_ARCH)),$(ARM_REPROS),$(X86_REPROS))" $(if $(MISS),--miss $(MISS)) \
-		$(if $(REPEAT),--repeat $(REPEAT)) $(SERIES)
+	@test -n "$$SERIES" || { echo "usage: make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH] [REPEAT=N] [MISS=P] [REPROS=...]" >&2; exit 2; }
+	@scripts/gate.sh $(ONE_BRANCH) --base "$$BASE" --repros "$(if $(filter arm,$(KREPRO_ARCH)),$(ARM_REPROS),$(X86_REPROS))" $(if $(MISS),--miss $(MISS)) \
+		$(if $(REPEAT),--repeat $(REPEAT)) $$SERIES
 
 report:
-	@test -n "$(DIR)" || { echo "usage: make report DIR=results/<run>" >&2; exit 2; }
-	@./run-in-qemu.sh --report "$(DIR)"
+	@test -n "$$DIR" || { echo "usage: make report DIR=results/<run>" >&2; exit 2; }
+	@./run-in-qemu.sh --report "$$DIR"
 
 # The whole bisection (python3 -m krepro bisect --help); MISS is a good
 # step's target miss, MAX_RUNS its cap.
 bisect:
-	@test -n "$(TREE)" -a -n "$(GOOD)" -a -n "$(BAD)" -a -n "$(REPRO)" || { echo "usage: make bisect TREE=DIR GOOD=G BAD=B REPRO=R [RATE=measure|recorded] [MISS=P] [MAX_RUNS=N]" >&2; exit 2; }
-	@PYTHONPATH=scripts python3 -m krepro bisect $(ONE_BRANCH) --tree "$(TREE)" --good "$(GOOD)" --bad "$(BAD)" \
+	@test -n "$$TREE" -a -n "$$GOOD" -a -n "$$BAD" -a -n "$$REPRO" || { echo "usage: make bisect TREE=DIR GOOD=G BAD=B REPRO=R [RATE=measure|recorded] [MISS=P] [MAX_RUNS=N]" >&2; exit 2; }
+	@PYTHONPATH=scripts python3 -m krepro bisect $(ONE_BRANCH) --tree "$$TREE" --good "$$GOOD" --bad "$$BAD" \
 		$(if $(RATE),--rate $(RATE)) $(if $(MISS),--miss $(MISS)) --max-runs $(MAX_RUNS) $(REPRO)
 # krepro bundle builds what the row needs itself (python3 -m krepro bundle --help);
 # KREPRO_ARCH=arm for the ARM guest's.
 BUNDLES ?= bundles
 bundle:
-	@test -n "$(REPRO)" -a -n "$(KERNEL)" || { echo "usage: make bundle REPRO=<id> KERNEL=unpatched|patched|PATH [KREPRO_ARCH=arm] [BUNDLES=dir]" >&2; exit 2; }
-	@PYTHONPATH=scripts /usr/bin/python3 -m krepro bundle $(ONE_BRANCH) --out "$(BUNDLES)" --kernel "$(KERNEL)" "$(REPRO)"
+	@test -n "$$REPRO" -a -n "$$KERNEL" || { echo "usage: make bundle REPRO=<id> KERNEL=unpatched|patched|PATH [KREPRO_ARCH=arm] [BUNDLES=dir]" >&2; exit 2; }
+	@PYTHONPATH=scripts /usr/bin/python3 -m krepro bundle $(ONE_BRANCH) --out "$$BUNDLES" --kernel "$$KERNEL" "$$REPRO"
 
 clean:
 	rm -rf $(BUILD)
+
+# What a user gives gate, report, bisect and bundle (paths, commits, names),
+# their defaults above included, reaches their recipes through the
+# environment, never pasted into the shell's text: a quote or a $ in it is
+# a character, not syntax.
+gate: export SERIES := $(SERIES)
+gate: export BASE := $(BASE)
+report: export DIR := $(DIR)
+bisect: export TREE := $(TREE)
+bisect: export GOOD := $(GOOD)
+bisect: export BAD := $(BAD)
+bisect bundle: export REPRO := $(REPRO)
+bundle: export KERNEL := $(KERNEL)
+bundle: export BUNDLES := $(BUNDLES)
