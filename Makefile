@@ -44,7 +44,7 @@ ARM_REPROS = $(filter $(ALL_ARM),$(REPROS))
 ALL_SOURCES = $(filter-out lib,$(notdir $(patsubst %/,%,$(dir $(wildcard repro/*/CMakeLists.txt)))))
 UNKNOWN_REPROS = $(filter-out $(ALL_SOURCES),$(REPROS) $(SWEEPS) $(DISTRO_CHECK))
 # Stable branches: each builds its own kernels and decides its own rows.
-ALL_BRANCHES := $(shell awk -F'\t' '!/^\#/ && NF {print $$1}' scripts/branches.tsv)
+ALL_BRANCHES := $(shell awk -F'\t' '$$1 ~ /^[0-9]/ {print $$1}' scripts/branches.tsv)
 BRANCH  ?=
 BRANCHES = $(or $(BRANCH),$(ALL_BRANCHES))
 # Targets of one branch (gate, bisect, bundle): BRANCH names at most one.
