@@ -15,7 +15,7 @@ import tarfile
 import tempfile
 import types
 
-from . import arches, bundle_readme, disks, distro, guest, meta as metamod, runner
+from . import arches, branches, bundle_readme, disks, distro, guest, meta as metamod, runner
 from .arches import ARCHES
 from .kernels import Kernel, UsageError, Undecidable, kernel_config, prepare_kernels
 from .paths import file_sha256, repro_dir
@@ -141,6 +141,7 @@ def make(repro, spec, arch, out_dir, timeout=None, branch=None):
     err = metamod.check_names(metamod.sources(), arch, [repro])
     if err:
         raise UsageError(err)
+    branch = branch or branches.DEFAULT
     kernel = Kernel(spec, arch, branch)
     kernel.check()
     if not os.environ.get("KREPRO_NO_BUILD"):

@@ -58,13 +58,13 @@ def bounded(name):
 
 
 def given_rate(v):
-    """--rate FAILS/RUNS: a FAIL rate measured elsewhere (ASCII digits)."""
-    f, sep, n = v.partition("/")
-    if not (sep and f.isascii() and n.isascii() and f.isdigit() and n.isdigit()
-            and 0 < int(f) <= int(n) <= 100000):
+    """--rate FAILS/RUNS: a FAIL rate measured elsewhere (ASCII digits, as
+    bounded() takes them)."""
+    m = re.fullmatch(r"([0-9]{1,6})/([0-9]{1,6})", v)
+    if not (m and 0 < int(m[1]) <= int(m[2]) <= 100000):
         raise argparse.ArgumentTypeError(f"wants FAILS/RUNS with 0 < FAILS <= RUNS <= 100000, "
                                          f"not '{v[:40]}'")
-    return int(f), int(n)
+    return int(m[1]), int(m[2])
 
 
 NUMBER = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
@@ -312,8 +312,9 @@ def version(o):
     """krepro's commit and, for each branch (or --branch's), each arch's
     flavours as built here."""
     print(f"krepro {git_commit()} ({TOP})")
-    if o.branch is not None and check_branch(o):
-        return fail(check_branch(o))
+    err = check_branch(o) if o.branch is not None else None
+    if err:
+        return fail(err)
     for b in ([o.branch] if o.branch else branches.BRANCHES):
         src = branches.installed_version(b)
         print(f"branch {b}: {branches.BRANCHES[b]['package']} "

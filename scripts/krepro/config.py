@@ -2,6 +2,8 @@
 (cli.settle()), and read, never changed, by everything after."""
 import dataclasses
 
+from . import branches
+
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
@@ -25,7 +27,7 @@ class RunConfig:
     gdb: int = None
     append: str = ""
     qemu_extra: tuple = ()
-    branch: str = None      # --branch: the stable branch of krepro's flavours (None: the default)
+    branch: str = branches.DEFAULT  # --branch: the stable branch of krepro's flavours
     rate: tuple = None      # --rate: (FAILs, runs) measured elsewhere, weighing clean probe rows
 
     @property

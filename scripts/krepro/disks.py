@@ -4,7 +4,7 @@ build and the reproducer's binary."""
 import hashlib
 import os
 
-from . import branches, guest
+from . import guest
 from .backend import GuestSpec
 from .guest import log
 from .kernels import flavour_image, read_stamp
@@ -39,7 +39,7 @@ def prepare(config, accel, initrd, meta, record):
         return None, None
     if not meta.prepare:
         return blank(config.results, meta), None
-    branch = getattr(config, "branch", None) or branches.DEFAULT
+    branch = config.branch
     stamp = prepared_stamp(config.arch, branch, meta)
     img = os.path.join(cache(), "images", branch, f"{meta.name}.img")
     if os.path.isfile(img) and read(img + ".stamp").strip() == stamp:

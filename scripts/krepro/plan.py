@@ -84,7 +84,7 @@ def row_guests(config, repro, k, meta):
 
 def dry_run(config):
     print("krepro: dry run: nothing is built or booted")
-    print(f"krepro {git_commit()}, branch {config.branch or kernels.branches.DEFAULT}, "
+    print(f"krepro {git_commit()}, branch {config.branch}, "
           f"arch {config.arch}, accel {config.accel}, via {config.via}, "
           f"{config.jobs} guest(s) at a time")
     builds = []
@@ -109,7 +109,7 @@ def dry_run(config):
     print("rows (guests if each run ends as its role expects; time from recorded guest medians):")
     total_guests, total_secs, unknown = 0, 0.0, []
     for r in config.repros:
-        secs, src = guest_seconds(r, config.arch, config.branch or kernels.branches.DEFAULT)
+        secs, src = guest_seconds(r, config.arch, config.branch)
         for k in config.kernels:
             rl, n, why = row_guests(config, r, k, metas.get(r))
             total_guests += n

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 
-from . import branches, disks, distro, guest, rates, render
+from . import disks, distro, guest, rates, render
 from .dispatch import Dispatcher
 from .guest import log
 from .kernels import Kernel, Undecidable, check_kconfig, prepare_kernels, unpatched_build
@@ -27,7 +27,7 @@ class RunRecord:
         self.path = os.path.join(config.results, "run.json")
         self.data = {
             "format": 1, "command": sys.argv[1:], "arch": config.arch, "accel": accel,
-            "branch": config.branch or branches.DEFAULT,
+            "branch": config.branch,
             "started": now(), "finished": None, "interrupted": False, "krepro": git_commit(),
             "mode": config.mode(), "expect": config.expect, "any_report": config.any_report,
             "jobs": config.jobs, "via": config.via,
@@ -40,9 +40,8 @@ class RunRecord:
         write_whole(self.path, json.dumps(self.data, indent=1))
         c = self.config
         if c.record_rates and self.data["runs"]:
-            b = c.branch or branches.DEFAULT
-            rates.record_run(c.results, c.arch, b, c.repros, unpatched_build(c.arch, b), c.repeat,
-                             self.data)
+            rates.record_run(c.results, c.arch, c.branch, c.repros,
+                             unpatched_build(c.arch, c.branch), c.repeat, self.data)
 
 
 def now():
