@@ -380,6 +380,27 @@ def landmarks(console, repro):
     return init_line, mark_line, exit_code
 
 
+def first_label(sigs, test):
+    """The label of the first declared signature that passes test, or None."""
+    return next((s.label(i) for i, s in enumerate(sigs, 1) if test(s)), None)
+
+
+class Outcome:
+    """decide()'s result being made: called with the outcome, it completes
+    and returns the record. A FAIL (or OTHER) keeps the cases its KTAP marks
+    BROKEN in its evidence: the higher outcome must not hide them."""
+
+    def __init__(self, res):
+        self.res = res
+
+    def __call__(self, outcome, evidence, signature=None, matched=None):
+        if outcome in ("FAIL", "OTHER") and self.res["broken_cases"]:
+            evidence += f" ; also BROKEN: {joined(self.res['broken_cases'])}"
+        self.res.update(outcome=outcome, evidence=evidence, signature=signature,
+                        matched_signature=matched)
+        return self.res
+
+
 def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
     """One guest run's outcome: dict with outcome, evidence, signature (the
     report or own evidence that made it FAIL), reports, exit."""
@@ -392,19 +413,11 @@ def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
     after = [r for r in reports if mark_line is not None and r["line"] >= mark_line]
     for r in after:
         # The first declared signature it matches names it in the record.
-        r["matched"] = next((s.label(i) for i, s in enumerate(sigs, 1) if signature_matches(r, s)), None)
+        r["matched"] = first_label(sigs, lambda s: signature_matches(r, s))
         r["bug"] = r["matched"] is not None
-    res = {"exit": exit_code, "timed_out": timed_out, "reports": reports,
-           "init_line": init_line, "mark_line": mark_line, "signature": None,
-           "matched_signature": None, "broken_cases": broken_cases(ktap, meta.cases)}
-
-    def out(outcome, evidence, signature=None, matched=None):
-        if outcome in ("FAIL", "OTHER") and res["broken_cases"]:
-            # A FAIL (or OTHER) must not hide a case that could not run.
-            evidence += f" ; also BROKEN: {joined(res['broken_cases'])}"
-        res.update(outcome=outcome, evidence=evidence, signature=signature,
-                   matched_signature=matched)
-        return res
+    out = Outcome({"exit": exit_code, "timed_out": timed_out, "reports": reports,
+                   "init_line": init_line, "mark_line": mark_line,
+                   "broken_cases": broken_cases(ktap, meta.cases)})
 
     hung = " ; guest hung" if timed_out else ""
     if init_line is None:
@@ -430,10 +443,15 @@ def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
     if timed_out:
         if meta.hang_is_bug:
             return out("FAIL", "hang: no result within the time limit", "hang",
-                       next(s.label(i) for i, s in enumerate(sigs, 1) if s.is_hang))
+                       first_label(sigs, lambda s: s.is_hang))
         return out("HANG", "no result within the time limit")
     if exit_code is None:
         return out("BROKEN", f"guest ended without a result (qemu exit {qemu_status})")
+    return by_exit(out, ktap, exit_code)
+
+
+def by_exit(out, ktap, exit_code):
+    """A run with no report after its mark that ended in time: its exit."""
     outcome = EXIT_OUTCOME.get(exit_code, "BROKEN")
     if outcome == "FAIL":
         # The harness failed the run on taint with no report on the console.
