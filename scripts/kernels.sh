@@ -16,7 +16,9 @@
 #                                flavour name): the gate's kernels
 #   kernels.sh build-tree DIR    a user's own kernel tree, built out of tree; prints
 #                                the image path (exit 125 when it is no kernel tree
-#                                or does not build)
+#                                or does not build). The cache's tree is built in
+#                                the flavours' object directory, as build-series
+#                                builds it (the gate's culprit search)
 #
 # unpatched = pristine + every bug dir's context*, window*, bug* patches
 # patched   = unpatched + every bug dir's fix* patches
@@ -506,6 +508,9 @@ cmd_build_tree() {
 	[ -d "${1:-}" ] || KREPRO_DIE_CODE=125 die "--tree ${1:-}: no such directory"
 	src=$(realpath "$1")
 	obj=$(tree_obj "$src")
+	# The cache's tree keeps its one object directory, whoever builds it:
+	# the gate bisects its series there, and BAD is then the build just made.
+	[ -d "$KREPRO_TREE" ] && [ "$src" = "$(realpath "$KREPRO_TREE")" ] && obj=$OBJ
 	mkdir -p "$obj"
 	logf=$obj/krepro-build.log
 	if [ ! -f "$src/Makefile" ] || [ ! -d "$src/arch/$(kbuild_arch)" ] ||
