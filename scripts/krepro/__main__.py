@@ -25,7 +25,7 @@ from .protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE  # noqa: 
 from .untrusted import Refused, say  # noqa: E402
 from .usage import Parser  # noqa: E402
 
-SUBCOMMANDS = ("run", "report", "gate", "classify", "bisect", "bundle", "matrix")
+SUBCOMMANDS = ("run", "report", "gate", "classify", "bisect", "fixcheck", "bundle", "matrix")
 
 SYNOPSIS = """\
 usage: python3 -m krepro run ARGS...                 run-in-qemu.sh (see: run --help)
@@ -35,6 +35,7 @@ usage: python3 -m krepro run ARGS...                 run-in-qemu.sh (see: run --
        python3 -m krepro classify [--json] LOG       a pasted log's kernel reports, and krepro's
                                                      reproducer of each (see: help classify)
        python3 -m krepro bisect --good G --bad B REPRO   find the commit that brought a bug in
+       python3 -m krepro fixcheck REPRO [--tree DIR] [--fix P]  does the fix hold on this tree
        python3 -m krepro bundle REPRO --kernel K     one row as a tarball that runs with QEMU alone
        python3 -m krepro matrix [--out F] DIR...     one matrix of several runs (branches, arches)
        python3 -m krepro help [SUBCOMMAND]           this, or a subcommand's --help
@@ -167,6 +168,11 @@ def bisect(argv):
     return bisectmod.main(argv)
 
 
+def fixcheck(argv):
+    from . import fixcheck_cli
+    return fixcheck_cli.main(argv)
+
+
 def bundle(argv):
     p = parser("bundle", "REPRO --kernel K [--arch A] [--branch B] [--out DIR] [--timeout SEC]",
                BUNDLE_HELP)
@@ -230,7 +236,7 @@ def main(argv):
         from . import cli
         return cli.main(rest)
     handler = {"report": report, "gate": gate, "classify": classify, "bisect": bisect,
-               "bundle": bundle, "matrix": matrix}.get(sub)
+               "fixcheck": fixcheck, "bundle": bundle, "matrix": matrix}.get(sub)
     if handler is None:
         what = f"unknown option {sub!r}" if sub.startswith("-") else f"unknown subcommand {sub!r}"
         print(f"krepro: {say(what)}: the subcommands are {', '.join(SUBCOMMANDS)} (see --help)", file=sys.stderr)
