@@ -242,6 +242,7 @@ def main():
     work = o.work or os.path.join(o.out, "work")
     os.makedirs(work, exist_ok=True)
     old_tree, new_tree = unpacked(o.old, work), unpacked(o.new, work)
+    os.makedirs(o.out, exist_ok=True)
     base = os.path.join(os.path.realpath(o.out), "base")
     old = base_repo(old_tree, base, os.path.basename(o.old))
     new = tree_commit(base, new_tree, f"Debian {PKG} {os.path.basename(o.new)}")

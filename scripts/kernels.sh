@@ -201,8 +201,15 @@ make_config() {
 
 # Object directory of a tree other than the cache's, one per path and arch
 # (x86_64's keeps the name it had before there were other arches).
+# A scratch tree of the cache laid out as the flavours' (ROOT/linux-B) gets
+# ROOT/build/B/ARCH, so that ccache_paths finds the same relative paths.
 tree_obj() {
-	local h
+	local h base cache
+	base=$(basename "$1") cache=$(realpath -m "$KREPRO_CACHE")
+	case $1 in "$cache"/*/linux-*)
+		echo "$(dirname "$1")/build/${base#linux-}/$KREPRO_ARCH"
+		return ;;
+	esac
 	h=$(echo "$1" | sha256sum | cut -c1-12)
 	case $KREPRO_ARCH in
 	x86_64) echo "$KREPRO_CACHE/build/tree-$h" ;;
@@ -216,6 +223,27 @@ cross_compile() { arch_field cross; }
 cross_pkgs() { local c; c=$(cross_compile); [ -z "$c" ] || echo "gcc-${c%-}"; }
 image_path_in_obj() { arch_field image; }
 
+# ccache_paths TREE OBJ: what lets one tree's objects serve another's build.
+# kbuild names the sources by TREE's absolute path, so ccache would key every
+# object on where the tree is. Where TREE and OBJ share a root in the cache
+# (ROOT/linux-B and ROOT/build/B/ARCH: the flavours' trees, and the scratch
+# trees of bisect and the gate, which copy that layout), CCACHE_BASEDIR=ROOT
+# makes the paths relative, the same for every such tree: a tree with the
+# flavours' sources builds from the cache. The debug info gets tree-relative
+# names (decoded traces say kernel/fork.c, not one tree's path); ccache does
+# not hash these maps, and NOHASHDIR keeps the object directory out of it.
+ccache_paths() {
+	local tree obj root rel
+	tree=$(realpath "$1") obj=$(realpath -m "$2")
+	root=$tree
+	while [ "$root" != / ] && [ "${obj#"$root"/}" = "$obj" ]; do root=$(dirname "$root"); done
+	rel=$(realpath -m --relative-to="$obj" "$tree")
+	unset CCACHE_BASEDIR
+	case $root/ in "$(realpath -m "$KREPRO_CACHE")"/*) export CCACHE_BASEDIR=$root ;; esac
+	export CCACHE_NOHASHDIR=1
+	KREPRO_KCFLAGS="-fdebug-prefix-map=$obj=. -fdebug-prefix-map=$tree/= -fdebug-prefix-map=$rel/="
+}
+
 # make_kernel WHAT TREE OBJ LOG STAMP: the image, with a progress line every 30 s
 # (files compiled so far against the last build in OBJ, elapsed time).
 make_kernel() {
@@ -225,9 +253,10 @@ make_kernel() {
 	# A fixed build identity keeps init/version.c (and ccache) stable across builds.
 	local cross
 	cross=$(cross_compile)
+	ccache_paths "$tree" "$obj"
 	make -C "$tree" O="$obj" ARCH="$(kbuild_arch)" -j"$JOBS" \
 		${cross:+CROSS_COMPILE="$cross"} CC="ccache ${cross}gcc" KBUILD_BUILD_USER=krepro KBUILD_BUILD_HOST=krepro \
-		KBUILD_BUILD_TIMESTAMP="$ts" \
+		KBUILD_BUILD_TIMESTAMP="$ts" KCFLAGS="$KREPRO_KCFLAGS" \
 		"$(basename "$(image_path_in_obj)")" >"$logf" 2>&1 &
 	pid=$!
 	i=0
