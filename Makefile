@@ -61,7 +61,7 @@ CMAKE_STAMP := $(BUILD)/CMakeCache.txt
 ARM_BUILD := $(BUILD)/arm
 ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
 
-.PHONY: all check-args deps lava-deps lava-check lava-compare lava-lab lava-lab-stop lava-lab-check distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bisect fixcheck bundle clean
+.PHONY: all check-args deps lava-deps lava-check lava-compare lava-lab lava-lab-stop lava-lab-check distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bisect fixcheck bundle clean clean-bisect
 
 all: build
 
@@ -242,6 +242,11 @@ bundle:
 
 clean:
 	rm -rf $(BUILD)
+
+# The scratch clones krepro bisect and the gate build in (a kernel tree and
+# its objects each, a few GiB); the flavours' kernels and ccache stay.
+clean-bisect:
+	@scripts/kernels.sh clean-bisect
 
 # What a user gives gate, report, bisect and bundle (paths, commits, names),
 # their defaults above included, reaches their recipes through the

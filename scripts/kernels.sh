@@ -19,6 +19,9 @@
 #                                or does not build). The cache's tree is built in
 #                                the flavours' object directory, as build-series
 #                                builds it (the gate's culprit search)
+#   kernels.sh clean-bisect      remove the scratch clones of krepro bisect, fixcheck and the
+#                                gate (with their object directories) and say what
+#                                that freed; the flavours and ccache stay
 #
 # unpatched = pristine + every bug dir's context*, window*, bug* patches
 # patched   = unpatched + every bug dir's fix* patches
@@ -592,11 +595,34 @@ cmd_fetch_debian() {
 	echo "$deb"
 }
 
-USAGE="usage: kernels.sh tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | stamp FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | fetch-debian PKG
+USAGE="usage: kernels.sh tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | stamp FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | fetch-debian PKG | clean-bisect
 (KREPRO_BRANCH: $KREPRO_BRANCHES; KREPRO_ARCH: $KREPRO_ARCHES; FLAVOUR: $KREPRO_FLAVOURS)"
 
 # Bad input before any work (no lock taken, nothing unpacked or built): one
 # line and 128, with the command that was meant where it is close.
+# The scratch trees of krepro bisect ($KREPRO_CACHE/bisect/tree-*: a root
+# with linux-X.Y and build/ in it, or a clone whose objects are in
+# build/tree-<hash of its path>), of the gate's user trees, and of fixcheck's
+# clones and snapshots.
+cmd_clean_bisect() {
+	local d dirs=() h before after
+	machine_lock
+	for d in "$KREPRO_CACHE"/bisect/tree-* "$KREPRO_CACHE"/gate/trees/* "$KREPRO_CACHE"/fixcheck/trees/* \
+		"$KREPRO_CACHE"/fixcheck/snapshots/*; do
+		[ -d "$d" ] || continue
+		dirs+=("$d")
+		if [ -d "$d/.git" ]; then
+			h=$(echo "$(realpath "$d")" | sha256sum | cut -c1-12)
+			dirs+=("$KREPRO_CACHE"/build/tree-"$h" "$KREPRO_CACHE"/build/tree-*-"$h")
+		fi
+	done
+	[ ${#dirs[@]} -gt 0 ] || { log "no scratch trees in $KREPRO_CACHE"; return 0; }
+	before=$(df -Pk "$KREPRO_CACHE" | awk 'NR == 2 { print $4 }')
+	for d in "${dirs[@]}"; do [ ! -e "$d" ] || { log "removing $d"; rm -rf "$d"; }; done
+	after=$(df -Pk "$KREPRO_CACHE" | awk 'NR == 2 { print $4 }')
+	log "freed $(((after - before) / 1024)) MiB"
+}
+
 usage_error() {
 	printf 'krepro: error: %s\n%s\n' "$1" "$USAGE" >&2
 	exit 128
@@ -626,10 +652,11 @@ stale | stamp | series)
 	"cmd_$cmd" "$1" ;;
 build) check_flavours "$@"; cmd_build "$@" ;;
 check-patches) [ $# -eq 0 ] || usage_error "check-patches takes no argument"; cmd_check_patches ;;
+clean-bisect) [ $# -eq 0 ] || usage_error "clean-bisect takes no argument"; cmd_clean_bisect ;;
 "") usage_error "a command is needed" ;;
 *)
 	near=
-	for c in tree series build stale stamp check-patches check-series build-series build-tree fetch-debian; do
+	for c in tree series build stale stamp check-patches check-series build-series build-tree fetch-debian clean-bisect; do
 		case $c in "${cmd:0:3}"*) near=$c; break ;; esac
 	done
 	usage_error "unknown command '${cmd:0:40}'${near:+; did you mean $near?}" ;;
