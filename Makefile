@@ -7,7 +7,11 @@
 #   make guest-arm   cross-build the ARM reproducers and the armhf guest initramfs
 #   make check-patches
 #   make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH]
-#                    run every reproducer on BASE and BASE+SERIES; name what changed
+#                    run every reproducer on BASE and BASE+SERIES; name what changed,
+#                    and the patch of each flipped row (NO_BISECT=1: not that)
+#   make fixcheck REPRO=R [TREE=DIR] [FIX=PATCH]
+#                    does the tree (default: the branch's unpatched flavour) have R's
+#                    bug, does the fix apply, and does R PASS with it
 #   make report DIR=results/<run>   re-render a past run's reports, boots nothing
 #   make bisect TREE=DIR GOOD=G BAD=B REPRO=R
 #                    find the commit of TREE that brought REPRO's bug in, and how sure
@@ -65,7 +69,7 @@ CMAKE_STAMP := $(BUILD)/CMakeCache.txt
 ARM_BUILD := $(BUILD)/arm
 ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
 
-.PHONY: all check-args deps lava-deps lava-check lava-compare lava-lab lava-lab-stop lava-lab-check distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bisect bundle clean clean-bisect
+.PHONY: all check-args deps lava-deps lava-check lava-compare lava-lab lava-lab-stop lava-lab-check distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bisect fixcheck bundle clean clean-bisect
 
 all: build
 
@@ -220,7 +224,7 @@ BASE ?= patched
 gate:
 	@test -n "$$SERIES" || { echo "usage: make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH] [REPEAT=N] [MISS=P] [REPROS=...]" >&2; exit 2; }
 	@scripts/gate.sh $(ONE_BRANCH) --base "$$BASE" --repros "$(if $(filter arm,$(KREPRO_ARCH)),$(ARM_REPROS),$(X86_REPROS))" $(if $(MISS),--miss $(MISS)) \
-		$(if $(REPEAT),--repeat $(REPEAT)) $$SERIES
+		$(if $(REPEAT),--repeat $(REPEAT)) $(if $(NO_BISECT),--no-bisect) $$SERIES
 
 report:
 	@test -n "$$DIR" || { echo "usage: make report DIR=results/<run>" >&2; exit 2; }
@@ -232,6 +236,11 @@ bisect:
 	@test -n "$$TREE" -a -n "$$GOOD" -a -n "$$BAD" -a -n "$$REPRO" || { echo "usage: make bisect TREE=DIR GOOD=G BAD=B REPRO=R [RATE=measure|recorded] [MISS=P] [MAX_RUNS=N]" >&2; exit 2; }
 	@PYTHONPATH=scripts python3 -m krepro bisect $(ONE_BRANCH) --tree "$$TREE" --good "$$GOOD" --bad "$$BAD" \
 		$(if $(RATE),--rate $(RATE)) $(if $(MISS),--miss $(MISS)) --max-runs $(MAX_RUNS) $(REPRO)
+# Does the fix hold here (python3 -m krepro fixcheck --help).
+fixcheck:
+	@test -n "$$REPRO" || { echo "usage: make fixcheck REPRO=R [TREE=DIR] [FIX=PATCH] [BRANCH=B] [MISS=P]" >&2; exit 2; }
+	@PYTHONPATH=scripts python3 -m krepro fixcheck $(ONE_BRANCH) $(if $(TREE),--tree "$$TREE") $(if $(FIX),--fix "$$FIX") \
+		$(if $(MISS),--miss $(MISS)) --max-runs $(MAX_RUNS) "$$REPRO"
 # krepro bundle builds what the row needs itself (python3 -m krepro bundle --help);
 # KREPRO_ARCH=arm for the ARM guest's.
 BUNDLES ?= bundles
@@ -254,9 +263,10 @@ clean-bisect:
 gate: export SERIES := $(SERIES)
 gate: export BASE := $(BASE)
 report: export DIR := $(DIR)
-bisect: export TREE := $(TREE)
+bisect fixcheck: export TREE := $(TREE)
+fixcheck: export FIX := $(FIX)
 bisect: export GOOD := $(GOOD)
 bisect: export BAD := $(BAD)
-bisect bundle: export REPRO := $(REPRO)
+bisect bundle fixcheck: export REPRO := $(REPRO)
 bundle: export KERNEL := $(KERNEL)
 bundle: export BUNDLES := $(BUNDLES)

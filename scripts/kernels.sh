@@ -16,8 +16,10 @@
 #                                flavour name): the gate's kernels
 #   kernels.sh build-tree DIR    a user's own kernel tree, built out of tree; prints
 #                                the image path (exit 125 when it is no kernel tree
-#                                or does not build)
-#   kernels.sh clean-bisect      remove the scratch clones of krepro bisect and the
+#                                or does not build). The cache's tree is built in
+#                                the flavours' object directory, as build-series
+#                                builds it (the gate's culprit search)
+#   kernels.sh clean-bisect      remove the scratch clones of krepro bisect, fixcheck and the
 #                                gate (with their object directories) and say what
 #                                that freed; the flavours and ccache stay
 #
@@ -538,6 +540,9 @@ cmd_build_tree() {
 	[ -d "${1:-}" ] || KREPRO_DIE_CODE=125 die "--tree ${1:-}: no such directory"
 	src=$(realpath "$1")
 	obj=$(tree_obj "$src")
+	# The cache's tree keeps its one object directory, whoever builds it:
+	# the gate bisects its series there, and BAD is then the build just made.
+	[ -d "$KREPRO_TREE" ] && [ "$src" = "$(realpath "$KREPRO_TREE")" ] && obj=$OBJ
 	mkdir -p "$obj"
 	logf=$obj/krepro-build.log
 	if [ ! -f "$src/Makefile" ] || [ ! -d "$src/arch/$(kbuild_arch)" ] ||
@@ -597,11 +602,13 @@ USAGE="usage: kernels.sh tree | series FLAVOUR | build [FLAVOUR...] | stale FLAV
 # line and 128, with the command that was meant where it is close.
 # The scratch trees of krepro bisect ($KREPRO_CACHE/bisect/tree-*: a root
 # with linux-X.Y and build/ in it, or a clone whose objects are in
-# build/tree-<hash of its path>) and of the gate's user trees.
+# build/tree-<hash of its path>), of the gate's user trees, and of fixcheck's
+# clones and snapshots.
 cmd_clean_bisect() {
 	local d dirs=() h before after
 	machine_lock
-	for d in "$KREPRO_CACHE"/bisect/tree-* "$KREPRO_CACHE"/gate/trees/*; do
+	for d in "$KREPRO_CACHE"/bisect/tree-* "$KREPRO_CACHE"/gate/trees/* "$KREPRO_CACHE"/fixcheck/trees/* \
+		"$KREPRO_CACHE"/fixcheck/snapshots/*; do
 		[ -d "$d" ] || continue
 		dirs+=("$d")
 		if [ -d "$d/.git" ]; then
