@@ -27,7 +27,9 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import guest, meta as metamod, paths, records, reports  # noqa: E402
+from krepro import guest, meta as metamod, paths  # noqa: E402
+import proof_records as records  # noqa: E402
+from krepro.reports import console as reports  # noqa: E402
 
 EXPECT = {"unpatched": "FAIL", "patched": "PASS"}
 EXIT = {"PASS": 0, "FAIL": 1}

@@ -27,8 +27,9 @@ import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import branches, records  # noqa: E402
-from krepro.usage import Parser  # noqa: E402
+from krepro import branches  # noqa: E402
+import proof_records as records  # noqa: E402
+from krepro.options import Parser  # noqa: E402
 
 
 def compact(run, kernels, accel, date):

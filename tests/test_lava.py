@@ -14,7 +14,9 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import guest, lava, protocol, reports  # noqa: E402
+from krepro import guest, protocol  # noqa: E402
+from krepro.lava import job as lava  # noqa: E402
+from krepro.reports import console as reports  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
 
 LOG = os.path.join(HERE, "lava", "bpf-unpatched.lava-run.log")

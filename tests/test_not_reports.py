@@ -14,7 +14,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-from krepro import classify, reports  # noqa: E402
+from krepro.reports import classify, console as reports  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
 
 PASS_LOG = "guest-bpf-percpu-reuse-patched-1.log"

@@ -12,7 +12,9 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import lava, protocol, reports  # noqa: E402
+from krepro import protocol  # noqa: E402
+from krepro.lava import job as lava  # noqa: E402
+from krepro.reports import console as reports  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
 
 

@@ -10,7 +10,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-from krepro import reports, rustname  # noqa: E402
+from krepro.reports import console as reports, rustname  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
 
 GPF = "general protection fault, probably for non-canonical address 0xdffffc0000000001: 0000 [#1]\n" \

@@ -9,7 +9,11 @@ import shlex
 import shutil
 import sys
 
-from . import arches, branches, guest, kernels, lava_lab, meta as metamod, plan, rates, render, runner
+from . import arches, branches, guest, kernels
+from .lava import lab as lava_lab
+from . import meta as metamod, dry_run as plan, rates
+from .results import render
+from . import runner
 from .config import RunConfig
 from .kernels import FLAVOURS
 from .paths import TOP, build, cache, git_commit
@@ -19,7 +23,7 @@ from .protocol import DEFAULT_MISS, INTERRUPTED, TIMEOUT_MARGIN, UNDECIDED, USAG
 DISK_ERRORS = (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO)
 from .run_checks import check_miss, check_report, check_repros
 from .untrusted import Refused, say
-from .usage import HELP
+from .options import HELP
 
 LIMITS = {"--max-runs": 1000, "--repeat": 1000, "--timeout": 86400, "--jobs": 64,
           "--gdb": 65535, "KREPRO_JOBS": 64}

@@ -9,7 +9,7 @@ from .backend import GuestSpec
 from .guest import log
 from .kernels import flavour_image, read_stamp
 from .paths import build, cache, read
-from .reports import decide
+from .reports.console import decide
 
 
 def blank(results, meta):

@@ -4,12 +4,14 @@ import os
 import shlex
 import time
 
-from . import decode, guest, lava, lava_lab
+from .reports import decode
+from . import guest
+from .lava import job as lava, lab as lava_lab
 from .backend import GuestSpec
 from .guest import log
 from .paths import read
-from .answer import Watch
-from .reports import decide, evidence_crash
+from .early_stop import Watch
+from .reports.console import decide, evidence_crash
 from .untrusted import fresh_dir
 
 

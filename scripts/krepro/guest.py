@@ -15,7 +15,7 @@ from .backend import Backend, GuestResult, stopped
 from .paths import cache, read
 from .protocol import INIT_DONE, INIT_STARTED
 from .untrusted import Refused, clean, cut
-# Guest slots live in slots.py; lava.py and the bench take them through here.
+# Guest slots live in slots.py; lava/job.py and the bench take them through here.
 from .slots import guest_slot  # noqa: F401
 
 

@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 
-from . import evidence
+from . import detectors as evidence
 from .guest import GUEST_CPUS
 from . import paths
 from .paths import TOP, build

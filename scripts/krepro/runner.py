@@ -7,7 +7,10 @@ import signal
 import subprocess
 import sys
 
-from . import disks, distro, guest, rates, render
+from . import disks
+from .distro import kernel as distro
+from . import guest, rates
+from .results import render
 from .dispatch import Dispatcher
 from .guest import log
 from .kernels import Kernel, Undecidable, check_kconfig, prepare_kernels, unpatched_build

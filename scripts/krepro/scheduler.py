@@ -6,7 +6,9 @@ import sys
 import threading
 import time
 
-from . import evidence, guest, rates, render, stats
+from . import detectors as evidence, guest, rates
+from .results import render
+from . import stats
 from .guest import log
 from .kernels import unpatched_build
 from .untrusted import clean

@@ -12,8 +12,8 @@ import os
 import sys
 import time
 
-from . import guest, slots
-from .paths import cache
+from .. import guest, slots
+from ..paths import cache
 
 
 # What it prints goes to the job's console, before the guest's: the lab's

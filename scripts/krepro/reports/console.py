@@ -7,7 +7,7 @@ function its crashing task's call trace must contain: TraceReader); any other
 report is OTHER.
 
 Beside its title a report gets its title by syzkaller's rules, the
-"culprit" (syztitle.py): the row's stem, " in ", and the function its rule
+"culprit" (reports/syztitle.py): the row's stem, " in ", and the function its rule
 finds, e.g. "WARNING: refcount bug in j1939_can_recv" where the title is
 "refcount_t: addition on 0; use-after-free". When a log has several reports
 the first one counts (syzkaller_title()).
@@ -16,10 +16,10 @@ import functools
 import os
 import re
 
-from .paths import TOP
+from ..paths import TOP
 from . import gated, syztitle
 from .trace import FRAME, TraceReader, culprit_title, line_frames  # noqa: F401  (culprit_title: API)
-from .protocol import EXIT_OUTCOME, INIT, INIT_STARTED, RESULT_RE, START_RE
+from ..protocol import EXIT_OUTCOME, INIT, INIT_STARTED, RESULT_RE, START_RE
 
 PATTERNS_TSV = os.path.join(TOP, "repro", "lib", "kernel-reports.tsv")
 
@@ -193,7 +193,7 @@ def crashes(text, patterns=None):
     function its lines name, in order: what a reader is shown), trace_frames
     (the reliable frames of the crashing task's call trace, TraceReader: what
     a signature's frame must match), and syzkaller's title of it
-    (syztitle.py): culprit (the title, "STEM in FUNCTION"), stem (with
+    (reports/syztitle.py): culprit (the title, "STEM in FUNCTION"), stem (with
     KASAN's access type), access ("Read", "Write" or None), function (the
     culprit function or None) and corrupted (True when its stack has no
     culprit or is mixed with another's)."""

@@ -1,5 +1,5 @@
 """A kernel log as users paste it, turned line by line into the plain console
-form the report classifier reads (reports.py): "[    1.234567] " timestamps
+form the report classifier reads (reports/console.py): "[    1.234567] " timestamps
 or none, one message a line, frames as "func+0x1c/0x40".
 
 What comes off the front of a line, in this order, each where present:
@@ -18,7 +18,7 @@ What comes off the front of a line, in this order, each where present:
   - a vendor kernel's own piece: "[pid:123,cpu1,comm]", "[0:  swapper:  0]",
     "(0)[123:comm]"; or crash's `log -m` level, "<4>"
 and a CR at the end. A pasted line that is several messages, or none, is
-made one by pasted.py first. Frames decoded to source lines, by
+made one by reports/pasted.py first. Frames decoded to source lines, by
 scripts/decode_stacktrace.sh ("kfree (mm/slub.c:3567)") or in syzbot's mails
 (" __dump_stack lib/dump_stack.c:88 [inline]"), become "kfree+0x0/0x0": the
 classifier reads a frame by its offset, and the offset is never part of a
@@ -32,7 +32,7 @@ import codecs
 import io
 import re
 
-from . import reports
+from . import console as reports
 # The pieces of text a regex's matches hold, once here: where they are.
 from .needles import alternatives, any_needles, needle, needles, required_runs  # noqa: F401
 
@@ -168,7 +168,7 @@ def file_lines(f):
 
 
 BLOCK = 1 << 20
-# The longest line kept whole for pasted.py to split: a log pasted with its
+# The longest line kept whole for reports/pasted.py to split: a log pasted with its
 # newlines lost; any other line keeps its first reports.MAX_LINE characters.
 PASTED_LINE = 64 * reports.MAX_LINE
 INNER_STAMP = re.compile(r" \[ *[0-9]+\.[0-9]{6}\]")
@@ -208,7 +208,7 @@ def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wid
     needles, so it can be a report's header (reports.crashes_marked());
     the others can only be inside a report. needles None: every line, each
     a hit. alone: needles that make a line a hit without the lines after
-    it; first: the log's first line is such a hit too (boots.py: a banner
+    it; first: the log's first line is such a hit too (reports/firmware.py: a banner
     and whose a log is are told by one line each). wide (text, lines): a
     block holding text opens windows of that many lines instead."""
     if needles is None:
@@ -273,7 +273,7 @@ def _windows(lines, n, opens, left):
     last window."""
     i, hit, most = 0, False, reports.MAX_LINE
     # A line over printk's limit is cut, unless it is a paste's many
-    # messages (timestamps inside it): pasted.py splits it, then cuts.
+    # messages (timestamps inside it): reports/pasted.py splits it, then cuts.
     cut = lambda line: line[:PASTED_LINE] if INNER_STAMP.search(line, 1, most) else line[:most]  # noqa: E731
     for h, size in opens + [(len(lines), 0)]:
         end = min(h, i + left)

@@ -1,11 +1,11 @@
-"""A bundle's README (bundle.py): what the bundle is and how to run it,
+"""A bundle's README (bundle/make.py): what the bundle is and how to run it,
 what PASS and FAIL look like, and the reproducer's own words on its bug,
 taken from its README."""
 import os
 
-from . import rates
-from .arches import ARCHES
-from .paths import git_commit, repro_dir
+from .. import rates
+from ..arches import ARCHES
+from ..paths import git_commit, repro_dir
 
 
 def section(readme, heads):

@@ -5,8 +5,8 @@ import json
 import os
 import sys
 
-from .protocol import USAGE
-from .untrusted import RUN_JSON_MAX, Refused, cut, inside, lexically_inside, read_bytes, say, write_whole
+from ..protocol import USAGE
+from ..untrusted import RUN_JSON_MAX, Refused, cut, inside, lexically_inside, read_bytes, say, write_whole
 
 
 class BadRun(Exception):

@@ -28,9 +28,9 @@ import os
 import shutil
 import subprocess
 
-from .arches import ARCHES
+from ..arches import ARCHES
 from .modules import MODULE_EXT, Modules, closure, implied, mod_name, module_index, option_objects
-from .paths import TOP, cache, file_sha256
+from ..paths import TOP, cache, file_sha256
 
 # What every guest needs from the kernel before a reproducer runs: the
 # virtio transport, the KTAP channel (virtio console), the scratch disk.

@@ -1,22 +1,22 @@
 """krepro bisect's command line: its options and --help, the checks made
 before anything is built, the dry run, and the start of the search
-(bisect_search.py)."""
+(bisect/search.py)."""
 import datetime
 import json
 import math
 import os
 import sys
 
-from . import arches, stats
-from .bisect_confidence import Rate
-from .bisect_machinery import Machinery, built_before, scratch_dir
-from .bisect_search import DEFAULT_CALIBRATE, DEFAULT_FLOOR, Bisect, log
+from .. import arches, stats
+from .confidence import Rate
+from .machinery import Machinery, built_before, scratch_dir
+from .search import DEFAULT_CALIBRATE, DEFAULT_FLOOR, Bisect, log
 # The same ranges and words as run-in-qemu.sh's options.
-from .cli import bounded, probability
-from .paths import TOP
-from .protocol import CLEAN, DEFAULT_MISS, USAGE
-from .untrusted import say
-from .usage import Parser, UsageError
+from ..cli import bounded, probability
+from ..paths import TOP
+from ..protocol import CLEAN, DEFAULT_MISS, USAGE
+from ..untrusted import say
+from ..options import Parser, UsageError
 
 HELP = """\
 usage: python3 -m krepro bisect --good G --bad B [options] REPRO
@@ -156,7 +156,7 @@ def main(argv):
 def record_branch(o):
     """The stable branch whose recorded rate --rate recorded takes: --branch,
     else the tree's own (its Makefile), which must be one krepro records."""
-    from . import branches
+    from .. import branches
     b = o.branch or branches.of_tree(o.tree)
     if b is None:
         raise UsageError(f"--rate recorded: {o.tree}'s stable branch is unknown (no VERSION and "
@@ -168,7 +168,7 @@ def record_branch(o):
 
 
 def start(o):
-    from . import meta as metamod, rates
+    from .. import meta as metamod, rates
     if not o.good or not o.bad:
         raise UsageError("--good and --bad are both needed")
     if len(o.repro) != 1:

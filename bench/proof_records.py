@@ -16,8 +16,8 @@ import json
 import os
 import statistics
 
-from . import branches
-from .paths import TOP
+from krepro import branches
+from krepro.paths import TOP
 
 TRANSCRIBED = "transcribed"
 

@@ -4,9 +4,9 @@ import os
 import re
 import subprocess
 
-from .arches import ARCHES
-from . import branches
-from .paths import cache
+from ..arches import ARCHES
+from .. import branches
+from ..paths import cache
 
 # A decoded frame names its source line: "j1939_can_recv (net/can/j1939/main.c:108)".
 SOURCE_LINE = re.compile(r"[\w./-]+\.[chS]:\d+")

@@ -13,9 +13,9 @@ import subprocess
 import tempfile
 import time
 
-from . import arches
-from .paths import SCRIPTS, TOP, cache, file_sha256
-from .usage import UsageError
+from .. import arches
+from ..paths import SCRIPTS, TOP, cache, file_sha256
+from ..options import UsageError
 
 
 def git(repo, *args, check=True):

@@ -15,10 +15,14 @@ import tarfile
 import tempfile
 import types
 
-from . import arches, branches, bundle_readme, disks, distro, guest, meta as metamod, runner
-from .arches import ARCHES
-from .kernels import Kernel, UsageError, Undecidable, kernel_config, prepare_kernels
-from .paths import file_sha256, repro_dir
+from .. import arches, branches
+from . import readme as bundle_readme
+from .. import disks
+from ..distro import kernel as distro
+from .. import guest, meta as metamod, runner
+from ..arches import ARCHES
+from ..kernels import Kernel, UsageError, Undecidable, kernel_config, prepare_kernels
+from ..paths import file_sha256, repro_dir
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "run-bundle.sh.in")
 INITRD = "initramfs.cpio"

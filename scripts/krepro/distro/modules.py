@@ -1,4 +1,4 @@
-"""A distribution package's modules (distro.py): the objects each CONFIG_
+"""A distribution package's modules (distro/kernel.py): the objects each CONFIG_
 option builds (the kernel tree's Makefiles), modules.dep and its closure,
 the soft dependencies modprobe follows only when it finds them
 (modules.softdep, and the algorithms a module asks for by name: REQUESTS),

@@ -13,11 +13,11 @@ import shlex
 import subprocess
 import time
 
-from .arches import ARCHES
-from . import guest
-from .backend import Backend, GuestResult, stopped
-from .paths import read
-from .protocol import EXIT_OUTCOME, INIT_DONE, INIT_RUNNING, INIT_STARTED, RESULT_LAVA
+from ..arches import ARCHES
+from .. import guest
+from ..backend import Backend, GuestResult, stopped
+from ..paths import read
+from ..protocol import EXIT_OUTCOME, INIT_DONE, INIT_RUNNING, INIT_STARTED, RESULT_LAVA
 
 # The harness's exit codes as LAVA results (BROKEN: LAVA's "unknown").
 FIXUP = {str(code): {"BROKEN": "unknown"}.get(o, o.lower()) for code, o in EXIT_OUTCOME.items()}

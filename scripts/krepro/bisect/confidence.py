@@ -6,7 +6,7 @@ unless one of those good verdicts was a miss, so confidence = product of
 import dataclasses
 import math
 
-from . import stats
+from .. import stats
 
 
 @dataclasses.dataclass

@@ -2,10 +2,10 @@
 run.json alone, into gate.md and the exit status."""
 import os
 
-from .protocol import CLEAN, REPRODUCED, UNDECIDED
+from ..protocol import CLEAN, REPRODUCED, UNDECIDED
 from .render import md_cell
 from .runjson import BadRun, guarded, load, write
-from .untrusted import clean
+from ..untrusted import clean
 
 
 def labels(rec):

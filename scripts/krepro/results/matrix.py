@@ -5,7 +5,7 @@ import os
 import sys
 
 from . import render
-from .protocol import CLEAN, REPRODUCED, UNDECIDED
+from ..protocol import CLEAN, REPRODUCED, UNDECIDED
 from .runjson import BadRun, guarded, load, write
 
 

@@ -14,7 +14,7 @@ as it was (a report's line is where a user finds it in the paste).
 """
 import re
 
-from . import reports
+from . import console as reports
 
 # A line longer than this with a timestamp inside may hold several messages
 # (the console's merged pair is shorter and logtext.unwrap() reads its last).

@@ -5,7 +5,7 @@ import datetime
 import json
 import os
 
-from . import stats
+from .. import stats
 
 
 def now():

@@ -1,7 +1,7 @@
 """Pieces of fixed text a regex's every match holds ("needles"): a log's
 lines are passed over a block at a time by str.find() for them, and only
 the lines holding one are read by the regexes (logtext.marked_lines(),
-gated.py)."""
+reports/gated.py)."""
 import functools
 
 

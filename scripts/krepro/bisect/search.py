@@ -10,20 +10,21 @@ confidence needs. First-parent keeps a merge whole: a merge can be the
 culprit (flagged), and its branch can be bisected after.
 
 Every checkout happens in a scratch clone under the cache (`git clone
---shared`); bisect_machinery.py builds and runs it.
+--shared`); bisect/machinery.py builds and runs it.
 
-How sure the answer is: bisect_confidence.py.
+How sure the answer is: bisect/confidence.py.
 """
 import math
 import os
 import sys
 
-from . import arches, bisect_record as record, stats
-from .bisect_confidence import (Rate, confidence_of, contradicted, good_step_runs, measured_on,
-                                miss_chance)
-from .bisect_machinery import (apply_revert, checkout, first_parent_line, git, is_merge,
-                               prepare_scratch, scratch_dir, subject, unjudged)
-from .protocol import CLEAN, DEFAULT_MISS, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE
+from .. import arches
+from . import record
+from .. import stats
+from .confidence import (Rate, confidence_of, contradicted, good_step_runs, measured_on, miss_chance)
+from .machinery import (apply_revert, checkout, first_parent_line, git, is_merge, prepare_scratch,
+                        scratch_dir, subject, unjudged)
+from ..protocol import CLEAN, DEFAULT_MISS, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE
 
 DEFAULT_FLOOR = 0.66
 DEFAULT_CALIBRATE = 10

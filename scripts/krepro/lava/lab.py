@@ -15,11 +15,12 @@ import subprocess
 import time
 import xmlrpc.client
 
-from . import guest, lab_guest
-from .backend import Backend, GuestResult, stopped
-from .lava import compact_disk, console_text, dump, first_error, job_definition, lava_results, \
+from .. import guest
+from . import lab_guest
+from ..backend import Backend, GuestResult, stopped
+from .job import compact_disk, console_text, dump, first_error, job_definition, lava_results, \
     read_back, timed_out, yaml
-from .paths import file_sha256, read
+from ..paths import file_sha256, read
 
 # How often the lab is checked while a job runs, and how many checks in a
 # row may go unanswered before the lab counts as down.

@@ -3,7 +3,7 @@ would take from the recorded times. Reads files only; builds and boots
 nothing."""
 import os
 
-from . import evidence, kernels, meta as metamod, rates, stats
+from . import detectors as evidence, kernels, meta as metamod, rates, stats
 from .paths import TOP, build, git_commit
 from .scheduler import rate_record, row_role
 

@@ -7,9 +7,9 @@ import os
 import re
 import sys
 
-from . import boots, logtext, pasted, reports
-from .protocol import CLEAN, REPRODUCED, USAGE
-from .untrusted import Refused, check_regular, clean, say
+from . import firmware as boots, logtext, pasted, console as reports
+from ..protocol import CLEAN, REPRODUCED, USAGE
+from ..untrusted import Refused, check_regular, clean, say
 
 USAGE_LINE = "[--json] [--vmlinux VMLINUX] LOG"
 
@@ -21,7 +21,7 @@ a record's indented lines, rsyslog's #012), dmesg (also -T, -x, -r), crash's
 CRLF line ends, no timestamps at all, a mail's "> " quotes (lines its client
 wrapped joined again), markdown, newlines lost, frames decoded to source
 lines; each line is read as the plain console lines it holds
-(scripts/krepro/pasted.py, logtext.py), one at a time: any size, little
+(scripts/krepro/reports/pasted.py, reports/logtext.py), one at a time: any size, little
 memory.
 
 Per report:
@@ -63,7 +63,7 @@ TRACE_SHOWN = 12
 
 def signatures():
     """[(Reproducer, Signature)] of every reproducer built, or ([], why not)."""
-    from . import meta
+    from .. import meta
     try:
         if os.environ.get("KREPRO_NO_BUILD") != "1":
             meta.ensure_built()
@@ -92,7 +92,7 @@ def matches(crash, sigs):
 
 
 class Decoder:
-    """Source lines of a crash's frames from --vmlinux, by decode.py; each
+    """Source lines of a crash's frames from --vmlinux, by reports/decode.py; each
     distinct trace decoded once."""
 
     def __init__(self, vmlinux, arch):
@@ -115,7 +115,7 @@ class Decoder:
 
 
 def vmlinux_arch(path):
-    """decode.py's arch of an ELF vmlinux (its e_machine), or (None, why not)."""
+    """reports/decode.py's arch of an ELF vmlinux (its e_machine), or (None, why not)."""
     try:
         check_regular(path)
         with open(path, "rb") as f:
@@ -162,7 +162,7 @@ def crash_text(buf, crash):
 
 def reports_of(f, decoder=None):
     """(crash dict, [{function, source}]) for every report in the log f that
-    is the kernel's (boots.py): none in what firmware and boot loaders print
+    is the kernel's (reports/firmware.py): none in what firmware and boot loaders print
     before the kernel's banner or after a kernel's end. A report before the
     first banner waits until it is known whose it is. A report with a call
     trace is the kernel's wherever it is (no firmware prints one): a log
@@ -213,7 +213,7 @@ def all_reports(f, tracker, decoder=None):
     # nine or more on a message.
     marked = logtext.marked_lines(f, wanted, reports.TRACE_LINES + 1, first=True, alone=boots.NEEDLES,
                                   wide=pasted.WIDE)
-    # A pasted line can hold several messages, or none (pasted.py).
+    # A pasted line can hold several messages, or none (reports/pasted.py).
     marked = pasted.lines(marked)
     for crash in reports.crashes_marked(marked, patterns, read):
         text = crash_text(buf, crash)
@@ -260,7 +260,7 @@ def as_text(number, crash, trace, found, matching):
 
 
 def parser():
-    from .usage import Parser
+    from ..options import Parser
     import argparse
     p = Parser(prog="python3 -m krepro classify", usage=f"python3 -m krepro classify {USAGE_LINE}",
                description=HELP, allow_abbrev=False, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -9,12 +9,12 @@ import statistics
 import sys
 from xml.sax.saxutils import escape, quoteattr
 
-from . import stats
-from .protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED
-from .decode import report_lines
-from .reports import evidence_crash
+from .. import stats
+from ..protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED
+from ..reports.decode import report_lines
+from ..reports.console import evidence_crash
 from .runjson import guarded, load, write
-from .untrusted import LOG_MAX, clean, inside, read_text
+from ..untrusted import LOG_MAX, clean, inside, read_text
 
 EXPECTED = {"bug": "FAIL", "fixed": "PASS"}
 # KTAP's directives after a result's "#".
