@@ -8,7 +8,7 @@ from .reports import decode
 from . import guest
 from .lava import job as lava, lab as lava_lab
 from .backend import GuestSpec
-from .guest import log
+from .log import log
 from .paths import read
 from .early_stop import Watch
 from .reports.console import decide, evidence_crash

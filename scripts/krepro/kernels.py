@@ -8,7 +8,7 @@ import subprocess
 from . import arches, branches
 from .distro import kernel as distro
 from . import detectors as evidence
-from .guest import log
+from .log import log
 from .paths import SCRIPTS, cache, kernels as kernels_dir
 from .options import UsageError  # noqa: F401  (callers catch kernels.UsageError)
 

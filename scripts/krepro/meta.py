@@ -9,7 +9,7 @@ import re
 import subprocess
 
 from . import detectors as evidence
-from .guest import GUEST_CPUS
+from .protocol import GUEST_CPUS
 from . import paths
 from .paths import TOP, build
 from .protocol import DEFAULT_TIMEOUT, TIMEOUT_MARGIN

@@ -23,7 +23,7 @@ import datetime
 import json
 import os
 
-from .guest import log
+from .log import log
 from .paths import TOP, cache, repro_dir
 
 

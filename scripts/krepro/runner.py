@@ -12,7 +12,7 @@ from .distro import kernel as distro
 from . import guest, rates
 from .results import render
 from .dispatch import Dispatcher
-from .guest import log
+from .log import log
 from .kernels import Kernel, Undecidable, check_kconfig, prepare_kernels, unpatched_build
 from .paths import TOP, build, git_commit
 from .protocol import INTERRUPTED, UNDECIDED, USAGE

@@ -9,7 +9,7 @@ import time
 from . import detectors as evidence, guest, rates
 from .results import render
 from . import stats
-from .guest import log
+from .log import log
 from .kernels import unpatched_build
 from .untrusted import clean
 

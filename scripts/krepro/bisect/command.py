@@ -11,12 +11,11 @@ from .. import arches, stats
 from .confidence import Rate
 from .machinery import Machinery, built_before, scratch_dir
 from .search import DEFAULT_CALIBRATE, DEFAULT_FLOOR, Bisect, log
-# The same ranges and words as run-in-qemu.sh's options.
-from ..cli import bounded, probability
 from ..paths import TOP
 from ..protocol import CLEAN, DEFAULT_MISS, USAGE
 from ..untrusted import say
-from ..options import Parser, UsageError
+# The same ranges and words as run-in-qemu.sh's options.
+from ..options import Parser, UsageError, bounded, probability
 
 HELP = """\
 usage: python3 -m krepro bisect --good G --bad B [options] REPRO

@@ -17,7 +17,8 @@ import os
 import re
 
 from ..paths import TOP
-from . import gated, syztitle
+from . import syztitle
+from .needles import any_needles, has_needle
 from .trace import FRAME, TraceReader, culprit_title, line_frames  # noqa: F401  (culprit_title: API)
 from ..protocol import EXIT_OUTCOME, INIT, INIT_STARTED, RESULT_RE, START_RE
 
@@ -246,10 +247,8 @@ def crashes_marked(lines, patterns=None, read=None):
 @functools.lru_cache(maxsize=1)
 def frame_needles():
     """What a line with a frame holds (trace.FRAME's alternatives' needles),
-    or None: most lines of a report have no frame, and say so at once.
-    Worked out at first use: logtext imports this module."""
-    from . import logtext
-    return logtext.any_needles(FRAME.pattern)
+    or None: most lines of a report have no frame, and say so at once."""
+    return any_needles(FRAME.pattern)
 
 
 def read_frames(lines, heads):
@@ -261,7 +260,7 @@ def read_frames(lines, heads):
     needles = frame_needles()
     reader, found = TraceReader(), {}
     for i, line in enumerate(lines):
-        frames = line_frames(line) if gated.has_needle(line, needles) else ()
+        frames = line_frames(line) if has_needle(line, needles) else ()
         if reader.state != "after":
             reader.feed(line, i in heads, frames)
         for f in frames:

@@ -34,7 +34,8 @@ import re
 
 from . import console as reports
 # The pieces of text a regex's matches hold, once here: where they are.
-from .needles import alternatives, any_needles, needle, needles, required_runs  # noqa: F401
+from .needles import (alternatives, any_needles, hit_lines, needle, needles,  # noqa: F401
+                      offsets, required_runs)
 
 # journalctl -o short / short-precise: "Nov 13 08:58:21[.123456] "; RFC 3164
 # syslog the same; ISO: "2023-11-13T08:58:21[.123456][+00:00|Z] ";
@@ -177,21 +178,6 @@ INNER_STAMP = re.compile(r" \[ *[0-9]+\.[0-9]{6}\]")
 OTHER_ENDS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
-def _hit_lines(block, lines, hits, needles, other_ends):
-    """The indexes in lines (block.splitlines()) of the lines holding a hit
-    (hits: the needles' offsets in block, sorted). Counting newlines up to
-    each offset is quicker, but only right where "\n" is the one line end."""
-    if hits and other_ends:
-        return [i for i, l in enumerate(lines) if any(s in l for s in needles)]
-    out, seen, at = [], 0, 0
-    for p in hits:
-        seen += block.count("\n", at, p)
-        at = p
-        if not out or out[-1] != seen:
-            out.append(seen)
-    return out
-
-
 def report_lines(f, needles, after, block_size=BLOCK):
     """file_lines(f), but only the lines a report can be in: each line that
     contains one of needles and the `after` lines that follow it. A report's
@@ -222,8 +208,8 @@ def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wid
         block, carry = _whole_lines(f, carry + data, bool(data), block_size)
         if not block and not data:
             return
-        hits = sorted(p for s in needles for p in _all(block, s))
-        single = sorted(p for s in alone for p in _all(block, s))
+        hits = sorted(p for s in needles for p in offsets(block, s))
+        single = sorted(p for s in alone for p in offsets(block, s))
         if first and n == 0 and block:
             single.insert(0, 0)
         other_ends = any(c in block for c in OTHER_ENDS)
@@ -239,8 +225,8 @@ def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wid
         # hit of alone); `left` is what remains of the last one, carried
         # across blocks.
         size = wide[1] + 1 if wide and wide[0] in block else after + 1
-        opens = sorted([(h, size) for h in _hit_lines(block, lines, hits, needles, other_ends)]
-                       + [(h, 1) for h in _hit_lines(block, lines, single, alone, other_ends)])
+        opens = sorted([(h, size) for h in hit_lines(block, lines, hits, needles, other_ends)]
+                       + [(h, 1) for h in hit_lines(block, lines, single, alone, other_ends)])
         if first and n == 0 and lines and (not opens or opens[0][0] != 0):
             opens.insert(0, (0, 1))
         left = yield from _windows(lines, n, opens, left)
@@ -305,10 +291,3 @@ def _reader(f, size):
             if text or not data:
                 return text
     return read
-
-
-def _all(text, s):
-    at = text.find(s)
-    while at >= 0:
-        yield at
-        at = text.find(s, at + 1)

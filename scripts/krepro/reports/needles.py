@@ -1,7 +1,9 @@
 """Pieces of fixed text a regex's every match holds ("needles"): a log's
 lines are passed over a block at a time by str.find() for them, and only
 the lines holding one are read by the regexes (logtext.marked_lines(),
-reports/gated.py)."""
+search()). A regex is asked of a line only when the line holds one of its
+needles: most lines of a report hold none of a given regex's, and a regex
+led by a character class tries every position of a line before it says no."""
 import functools
 
 
@@ -125,3 +127,69 @@ def _needles(sources):
         # What is left to cover, all a candidate is still worth.
         covers = {c: has & left for c, has in covers.items() if not has.isdisjoint(left)}
     return tuple(sorted(chosen))
+
+
+def offsets(text, s):
+    """Where s stands in text, each offset in order."""
+    at = text.find(s)
+    while at >= 0:
+        yield at
+        at = text.find(s, at + 1)
+
+
+def hit_lines(block, lines, hits, needles, other_ends):
+    """The indexes in lines (block.splitlines()) of the lines holding a hit
+    (hits: the needles' offsets in block, sorted). Counting newlines up to
+    each offset is quicker, but only right where "\n" is the one line end."""
+    if hits and other_ends:
+        return [i for i, l in enumerate(lines) if any(s in l for s in needles)]
+    out, seen, at = [], 0, 0
+    for p in hits:
+        seen += block.count("\n", at, p)
+        at = p
+        if not out or out[-1] != seen:
+            out.append(seen)
+    return out
+
+
+def search(regex, line):
+    """regex.search(line), None at once for a line with none of its needles."""
+    return regex.search(line) if has_needle(line, needles_of(regex.pattern)) else None
+
+
+def has_needle(line, needles):
+    """Whether line holds one of needles (None: no needles, it may)."""
+    if needles is None:
+        return True
+    for s in needles:
+        if s in line:
+            return True
+    return False
+
+
+def lines_holding(lines, needles):
+    """The indexes of lines (no line ends in them) that hold one of needles
+    (None: every line), in order: one find() pass a needle over the lines
+    joined, not one test a line, for needles few lines hold."""
+    if needles is None:
+        return range(len(lines))
+    text = "\n".join(lines)
+    hits = sorted(p for s in needles for p in offsets(text, s))
+    # A line with a line end in it: offsets no longer tell the line.
+    return hit_lines(text, lines, hits, needles, text.count("\n") != len(lines) - 1)
+
+
+@functools.lru_cache(maxsize=64)
+def needles_of(pattern):
+    """One needle of each top-level alternative of a regex, or None when
+    some has none."""
+    found = any_needles(pattern)
+    return None if found is None else tuple(found)
+
+
+@functools.lru_cache(maxsize=64)
+def each_needle(patterns):
+    """One needle of each of several regexes (their patterns, a tuple), or
+    None when one has none."""
+    found = tuple(needle(p) for p in patterns)
+    return None if None in found else found

@@ -37,7 +37,7 @@ import functools
 import itertools
 import re
 
-from . import gated
+from .needles import each_needle, lines_holding, search
 from .rustname import demangle
 
 
@@ -228,15 +228,15 @@ def frames_of(lines, plan, skipped):
             if "should_fail" in line and INJECTED.match(line):
                 return frames, False
             if step != "stack":
-                m = gated.search(STEPS[step], line)
+                m = search(STEPS[step], line)
                 if m:
                     take(m)
                     i -= step == "calls" and bool(ARM_ENTRY.match(line))   # the trace's first entry
                     break
                 continue
-            if gated.search(STACK_START, line):
+            if search(STACK_START, line):
                 break
-            m = gated.search(nxt, line) if nxt else None
+            m = search(nxt, line) if nxt else None
             if m:
                 take(m)
                 s += 1
@@ -341,7 +341,7 @@ ANY_HEADING = re.compile("|".join(f"(?:{p})" for p in HEADING_PATTERNS))
 def first_headings(lines):
     """{index in STACK_HEADINGS: the first line that heading is in}."""
     first = {}
-    for i in gated.lines_holding(lines, gated.each_needle(HEADING_PATTERNS)):
+    for i in lines_holding(lines, each_needle(HEADING_PATTERNS)):
         line = lines[i]
         if ANY_HEADING.search(line):
             for k, h in enumerate(STACK_HEADINGS):
