@@ -15,7 +15,7 @@ from krepro import meta as metamod, paths, protocol  # noqa: E402
 from krepro.results import gate  # noqa: E402
 from krepro.reports import console as reports, trace  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
-from krepro.reports.console import decide  # noqa: E402
+from krepro.verdict import decide  # noqa: E402
 
 
 def golden(name):

@@ -8,13 +8,13 @@ import shlex
 import shutil
 import sys
 
-from . import arches, branches, guest, kernels, meta as metamod, dry_run as plan, rates, runner
+from . import arches, branches, guest, kernels, meta as metamod, dry_run as plan, runner
 from .config import RunConfig
 from .kernels import FLAVOURS
 from .lava import lab as lava_lab
 from .options import bounded, given_rate, probability
 from .paths import TOP, build, cache, git_commit
-from .protocol import DEFAULT_MISS, INTERRUPTED, TIMEOUT_MARGIN, UNDECIDED, USAGE
+from .protocol import DEFAULT_MISS, TIMEOUT_MARGIN, UNDECIDED, USAGE
 from .results import render
 from .run_checks import check_miss, check_report, check_repros
 from .run_help import HELP
@@ -323,7 +323,7 @@ def main(argv):
 
 
 def run(config):
-    """Build the reproducers, then the run; with --record-rates, its rates."""
+    """Build the reproducers, then the run."""
     try:
         if not os.environ.get("KREPRO_NO_BUILD"):
             metamod.ensure_built()
@@ -348,7 +348,6 @@ def run(config):
         return fail(f"cannot write {e.filename or 'a file'}: {e.strerror}; the run stopped, and "
                     f"{os.path.join(config.results, 'run.json')} keeps every row decided before",
                     UNDECIDED)
-    if config.record_rates and code in (0, 1, INTERRUPTED):
-        rates.record_run(config.results, config.arch, config.branch, config.repros,
-                         kernels.unpatched_build(config.arch, config.branch), config.repeat)
+    # With --record-rates the run recorded its rates after every guest and
+    # at its end (runner.RunRecord.record_rates).
     return code

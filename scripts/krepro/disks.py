@@ -9,7 +9,7 @@ from .backend import GuestSpec
 from .log import log
 from .kernels import flavour_image, read_stamp
 from .paths import build, cache, read
-from .reports.console import decide
+from .verdict import decide
 
 
 def blank(results, meta):

@@ -17,7 +17,8 @@ import re
 import time
 
 from .paths import read
-from .reports.console import REPORT_END, TRACE_LINES, console_lines, decide
+from .reports.console import REPORT_END, TRACE_LINES, console_lines
+from .verdict import decide
 
 # A report without an end line of its own (a hung task, a lockdep splat, an
 # RCU stall) has ended when the console has been quiet this long.

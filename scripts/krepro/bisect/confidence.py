@@ -7,6 +7,7 @@ import dataclasses
 import math
 
 from .. import stats
+from ..bounds import binom_tail
 
 
 @dataclasses.dataclass
@@ -26,7 +27,7 @@ def contradicted(rate_low, fails, trials):
     rate of at least rate_low? P(that few or fewer) < 5%."""
     if trials <= 0 or rate_low <= 0:
         return False
-    return 1 - stats.binom_tail(fails + 1, trials, rate_low) < 0.05
+    return 1 - binom_tail(fails + 1, trials, rate_low) < 0.05
 
 
 def good_step_runs(rate, miss, max_runs):

@@ -20,7 +20,7 @@ from ..paths import TOP
 from . import syztitle
 from .needles import any_needles, has_needle
 from .trace import FRAME, TraceReader, culprit_title, line_frames  # noqa: F401  (culprit_title: API)
-from ..protocol import EXIT_OUTCOME, INIT, INIT_STARTED, RESULT_RE, START_RE
+from ..protocol import INIT, INIT_STARTED, RESULT_RE, START_RE
 
 PATTERNS_TSV = os.path.join(TOP, "repro", "lib", "kernel-reports.tsv")
 
@@ -343,60 +343,6 @@ def landmarks(console, repro):
         if m and m.group(1) == repro:
             exit_code = int(m.group(2))
     return init_line, mark_line, exit_code
-
-
-def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
-    """One guest run's outcome: dict with outcome, evidence, signature (the
-    report or own evidence that made it FAIL), reports, exit."""
-    sigs = meta.signatures
-    init_line, mark_line, exit_code = landmarks(console, meta.name)
-    # The boot stub's "Booting the kernel." before init is this boot's own.
-    reports = [r for r in crashes(console)
-               if r["kind"] != "REBOOT" or init_line is not None and r["line"] > init_line]
-    before = [r for r in reports if mark_line is None or r["line"] < mark_line]
-    after = [r for r in reports if mark_line is not None and r["line"] >= mark_line]
-    for r in after:
-        r["bug"] = any(signature_matches(r, s) for s in sigs)
-    res = {"exit": exit_code, "timed_out": timed_out, "reports": reports,
-           "init_line": init_line, "mark_line": mark_line, "signature": None}
-
-    def out(outcome, evidence, signature=None):
-        res.update(outcome=outcome, evidence=evidence, signature=signature)
-        return res
-
-    hung = " ; guest hung" if timed_out else ""
-    if init_line is None:
-        if before:
-            return out("BROKEN", f"kernel did not reach init: {before[0]['title']}")
-        return out("BROKEN", "kernel did not reach init"
-                   + (" (timed out)" if timed_out else f" (qemu exit {qemu_status})"))
-    if before:
-        return out("BROKEN", f"kernel report before the test started: {before[0]['title']}")
-    bug = [r for r in after if r["bug"]]
-    own = own_evidence(ktap, meta.cases) if exit_code == 1 else []
-    others = [r for r in after if not r["bug"]]
-    also = f" (+{len(others)} later report(s) not in its signature: {others[0]['title']})" if others else ""
-    if bug:
-        more = f" (+{len(bug) - 1} more)" if len(bug) > 1 else ""
-        return out("FAIL", f"{bug[0]['title']}{more}{also}{hung}", "report: " + bug[0]["title"])
-    if own:
-        return out("FAIL", " | ".join(own[:3]) + also, "own evidence")
-    if others:
-        return out("OTHER", f"{others[0]['title']}"
-                   + (f" (+{len(others) - 1} more)" if len(others) > 1 else "") + hung)
-    if timed_out:
-        if meta.hang_is_bug:
-            return out("FAIL", "hang: no result within the time limit", "hang")
-        return out("HANG", "no result within the time limit")
-    if exit_code is None:
-        return out("BROKEN", f"guest ended without a result (qemu exit {qemu_status})")
-    outcome = EXIT_OUTCOME.get(exit_code, "BROKEN")
-    if outcome == "FAIL":
-        # The harness failed the run on taint with no report on the console.
-        why = ktap_lines(ktap, "REPORT:") + ktap_lines(ktap, "FAIL:")
-        return out("OTHER", " | ".join(why[:2]) or "exit 1 without the reproducer's evidence")
-    tag = {"PASS": "PASS:", "BROKEN": "BROKEN", "SKIP": "SKIP"}[outcome]
-    return out(outcome, " | ".join(ktap_lines(ktap, tag)[:3]) or f"exit {exit_code}")
 
 
 def syzkaller_title(text, patterns=None):

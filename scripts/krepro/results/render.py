@@ -9,8 +9,7 @@ import statistics
 import sys
 from xml.sax.saxutils import escape, quoteattr
 
-from .. import stats
-from ..protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED
+from .. import stats, verdict
 from ..reports.decode import report_lines
 from ..reports.console import evidence_crash
 from .runjson import guarded, load, write
@@ -137,30 +136,9 @@ def excerpt(results, run, lines=40):
     return None, picked or [l for l in ktap if l.startswith(("# ", "not ok"))][:12]
 
 
-def status(rec, any_report=False):
-    """Exit status. A run that did not finish decides nothing, whatever rows it
-    holds: 130 (INTERRUPTED) when it was interrupted, else 125 (killed, or
-    still running). A finished one: with --expect, 0 every row as expected,
-    else 1; otherwise git bisect's: 1 a row reproduced its bug, 125 a row
-    undecided, 0 all clean."""
-    if rec.get("interrupted"):
-        return INTERRUPTED
-    if not rec.get("finished"):
-        return UNDECIDED
-    rows = rec["rows"]
-    if rec.get("expect"):
-        return CLEAN if rows and all(r.get("as_expected") for r in rows) else REPRODUCED
-    ds = [r["decision"] for r in rows]
-    if "FAIL" in ds or (any_report and "OTHER" in ds):
-        return REPRODUCED
-    if not rows or any(d != "PASS" for d in ds):
-        return UNDECIDED
-    return CLEAN
-
-
 def render(results, any_report=None, quiet=False, prog="krepro: report"):
     """summary.md, results.ktap and junit.xml from DIR/run.json, and the exit
-    status (status()). A missing or bad run.json: one line on stderr, USAGE."""
+    status (verdict.status()). A missing or bad run.json: one line on stderr, USAGE."""
     return guarded(prog, results, lambda: render_record(results, load(results), any_report, quiet))
 
 
@@ -172,7 +150,7 @@ def render_record(results, rec, any_report, quiet):
         by_row.setdefault((r["repro"], r["kernel"]), []).append(r)
     partial = rec.get("interrupted") or not rec.get("finished")
     md = summary(results, rec, by_row, partial)
-    code = status(rec, any_report)
+    code = verdict.status(rec, any_report)
     write(os.path.join(results, "summary.md"), "\n".join(md) + "\n")
     write(os.path.join(results, "results.ktap"), ktap(rec, by_row))
     write(os.path.join(results, "junit.xml"), junit(rec, by_row, results))
