@@ -9,11 +9,13 @@ exit 0, 2, 4 are PASS, BROKEN, SKIP; exit 1 without own evidence is OTHER.
 A BROKEN boot that never reached the test is infrastructure
 (infrastructure()), retried and not counted.
 
-Row (row(), lost_boots(), blind()): SKIP ends it; MAX_UNDECIDED runs that
-say nothing give up; INFRA_RETRIES lost boots give up BROKEN; a kernel
-where every evidence path is blind is UNDECIDED unbooted; then the
-sequential rule of its role; the cap is UNDECIDED. stats.Row applies these
-and is the only writer of a row's decision.
+Row (row(), lost_boots(), blind()), as the table's second part: with
+--repeat N its fixed rule once N ran (fixed()); a SKIP ends it;
+MAX_UNDECIDED runs BROKEN or HANG give up; INFRA_RETRIES lost boots give
+up BROKEN; a kernel where every evidence path is blind is UNDECIDED
+unbooted; then a fixed or probe row's rule (kernel_under_test()) or a bug
+row's (bug_row()); the cap is UNDECIDED. stats.Row applies these and is
+the only writer of a row's decision.
 
 Run (status()): the exit status from its rows.
 """
@@ -79,15 +81,21 @@ def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
         if meta.hang_is_bug:
             return out("FAIL", "hang: no result within the time limit", "hang")
         return out("HANG", "no result within the time limit")
+    return out(*by_exit(exit_code, ktap, qemu_status))
+
+
+def by_exit(exit_code, ktap, qemu_status):
+    """(outcome, evidence) of a guest with no report and no timeout: its
+    result line's exit code."""
     if exit_code is None:
-        return out("BROKEN", f"guest ended without a result (qemu exit {qemu_status})")
+        return "BROKEN", f"guest ended without a result (qemu exit {qemu_status})"
     outcome = EXIT_OUTCOME.get(exit_code, "BROKEN")
     if outcome == "FAIL":
         # The harness failed the run on taint with no report on the console.
         why = ktap_lines(ktap, "REPORT:") + ktap_lines(ktap, "FAIL:")
-        return out("OTHER", " | ".join(why[:2]) or "exit 1 without the reproducer's evidence")
+        return "OTHER", " | ".join(why[:2]) or "exit 1 without the reproducer's evidence"
     tag = {"PASS": "PASS:", "BROKEN": "BROKEN", "SKIP": "SKIP"}[outcome]
-    return out(outcome, " | ".join(ktap_lines(ktap, tag)[:3]) or f"exit {exit_code}")
+    return outcome, " | ".join(ktap_lines(ktap, tag)[:3]) or f"exit {exit_code}"
 
 
 def infrastructure(v, keep=False):
