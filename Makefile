@@ -17,6 +17,14 @@
 #   make calibrate   measure the reproducers' FAIL rates on unpatched (CALIBRATE_RUNS
 #                    guests each) and record them in repro/<id>/fail-rate.json, the
 #                    runs in repro/<id>/records/<date>-calibration.json
+#   make deps        install the Debian packages the host needs (make lava-deps: LAVA's)
+#   make unit        the unit tests (ctest), no kernel built, no guest booted
+#   make distro-check  every reproducer on Debian's own kernel, PASS or SKIP
+#   make lava-check  one row per arch directly and as a LAVA job: the outcomes agree
+#                    (lava-compare: every row; lava-lab, lava-lab-check, lava-lab-stop:
+#                    krepro's own LAVA lab)
+#   make clean       remove the build directory; make clean-bisect: the scratch
+#                    clones of bisect and the gate
 #
 # Variables: BRANCH (stable branches, scripts/branches.tsv: "6.12", or "6.1 6.12";
 # default every branch for kernels, check-patches, repro-all, calibrate and
@@ -57,7 +65,7 @@ CMAKE_STAMP := $(BUILD)/CMakeCache.txt
 ARM_BUILD := $(BUILD)/arm
 ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
 
-.PHONY: all check-args deps lava-deps lava-check lava-compare lava-lab lava-lab-stop lava-lab-check distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bisect bundle clean
+.PHONY: all check-args deps lava-deps lava-check lava-compare lava-lab lava-lab-stop lava-lab-check distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bisect bundle clean clean-bisect
 
 all: build
 
@@ -233,6 +241,11 @@ bundle:
 
 clean:
 	rm -rf $(BUILD)
+
+# The scratch clones krepro bisect and the gate build in (a kernel tree and
+# its objects each, a few GiB); the flavours' kernels and ccache stay.
+clean-bisect:
+	@scripts/kernels.sh clean-bisect
 
 # What a user gives gate, report, bisect and bundle (paths, commits, names),
 # their defaults above included, reaches their recipes through the

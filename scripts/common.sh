@@ -28,6 +28,12 @@ KREPRO_KERNELS=${KREPRO_KERNELS:-$KREPRO_CACHE/kernels}
 KREPRO_FLAVOURS="unpatched patched"
 export CCACHE_DIR=${CCACHE_DIR:-$KREPRO_CACHE/ccache}
 
+# A kernel tree's VERSION.PATCHLEVEL from its top Makefile ("tree" if none).
+tree_version() {
+	awk -F' *= *' '$1 == "VERSION" { v = $2 } $1 == "PATCHLEVEL" { p = $2 }
+		NR == 20 { exit } END { print (v != "" && p != "") ? v "." p : "tree" }' "$1/Makefile" 2>/dev/null || echo tree
+}
+
 log() { printf 'krepro: %s\n' "$*" >&2; }
 die() { printf 'krepro: error: %s\n' "$*" >&2; exit "${KREPRO_DIE_CODE:-1}"; }
 

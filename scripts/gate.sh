@@ -109,7 +109,9 @@ unpatched | patched)
 	src=$(realpath "$base")
 	[ -z "$(git -C "$src" status --porcelain --untracked-files=no)" ] ||
 		log "warning: $src has uncommitted changes: the gate builds its HEAD commit only"
-	tree=$KREPRO_CACHE/gate/trees/$(echo "$src" | sha256sum | cut -c1-12)
+	# Laid out as the flavours' trees (ROOT/linux-X.Y), so that its build
+	# takes from ccache what it shares with them (kernels.sh tree_obj).
+	tree=$KREPRO_CACHE/gate/trees/$(echo "$src" | sha256sum | cut -c1-12)/linux-$(tree_version "$src")
 	if [ ! -d "$tree/.git" ]; then
 		log "cloning $src into $tree (shared objects, nothing written to $src)"
 		git clone -q --shared --no-checkout "$src" "$tree" || die "cannot clone $src"

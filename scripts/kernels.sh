@@ -17,6 +17,9 @@
 #   kernels.sh build-tree DIR    a user's own kernel tree, built out of tree; prints
 #                                the image path (exit 125 when it is no kernel tree
 #                                or does not build)
+#   kernels.sh clean-bisect      remove the scratch clones of krepro bisect and the
+#                                gate (with their object directories) and say what
+#                                that freed; the flavours and ccache stay
 #
 # unpatched = pristine + every bug dir's context*, window*, bug* patches
 # patched   = unpatched + every bug dir's fix* patches
@@ -199,8 +202,15 @@ make_config() {
 
 # Object directory of a tree other than the cache's, one per path and arch
 # (x86_64's keeps the name it had before there were other arches).
+# A scratch tree of the cache laid out as the flavours' (ROOT/linux-B) gets
+# ROOT/build/B/ARCH, so that ccache_paths finds the same relative paths.
 tree_obj() {
-	local h
+	local h base cache
+	base=$(basename "$1") cache=$(realpath -m "$KREPRO_CACHE")
+	case $1 in "$cache"/*/linux-*)
+		echo "$(dirname "$1")/build/${base#linux-}/$KREPRO_ARCH"
+		return ;;
+	esac
 	h=$(echo "$1" | sha256sum | cut -c1-12)
 	case $KREPRO_ARCH in
 	x86_64) echo "$KREPRO_CACHE/build/tree-$h" ;;
@@ -214,6 +224,27 @@ cross_compile() { arch_field cross; }
 cross_pkgs() { local c; c=$(cross_compile); [ -z "$c" ] || echo "gcc-${c%-}"; }
 image_path_in_obj() { arch_field image; }
 
+# ccache_paths TREE OBJ: what lets one tree's objects serve another's build.
+# kbuild names the sources by TREE's absolute path, so ccache would key every
+# object on where the tree is. Where TREE and OBJ share a root in the cache
+# (ROOT/linux-B and ROOT/build/B/ARCH: the flavours' trees, and the scratch
+# trees of bisect and the gate, which copy that layout), CCACHE_BASEDIR=ROOT
+# makes the paths relative, the same for every such tree: a tree with the
+# flavours' sources builds from the cache. The debug info gets tree-relative
+# names (decoded traces say kernel/fork.c, not one tree's path); ccache does
+# not hash these maps, and NOHASHDIR keeps the object directory out of it.
+ccache_paths() {
+	local tree obj root rel
+	tree=$(realpath "$1") obj=$(realpath -m "$2")
+	root=$tree
+	while [ "$root" != / ] && [ "${obj#"$root"/}" = "$obj" ]; do root=$(dirname "$root"); done
+	rel=$(realpath -m --relative-to="$obj" "$tree")
+	unset CCACHE_BASEDIR
+	case $root/ in "$(realpath -m "$KREPRO_CACHE")"/*) export CCACHE_BASEDIR=$root ;; esac
+	export CCACHE_NOHASHDIR=1
+	KREPRO_KCFLAGS="-fdebug-prefix-map=$obj=. -fdebug-prefix-map=$tree/= -fdebug-prefix-map=$rel/="
+}
+
 # make_kernel WHAT TREE OBJ LOG STAMP: the image, with a progress line every 30 s
 # (files compiled so far against the last build in OBJ, elapsed time).
 make_kernel() {
@@ -223,9 +254,10 @@ make_kernel() {
 	# A fixed build identity keeps init/version.c (and ccache) stable across builds.
 	local cross
 	cross=$(cross_compile)
+	ccache_paths "$tree" "$obj"
 	make -C "$tree" O="$obj" ARCH="$(kbuild_arch)" -j"$JOBS" \
 		${cross:+CROSS_COMPILE="$cross"} CC="ccache ${cross}gcc" KBUILD_BUILD_USER=krepro KBUILD_BUILD_HOST=krepro \
-		KBUILD_BUILD_TIMESTAMP="$ts" \
+		KBUILD_BUILD_TIMESTAMP="$ts" KCFLAGS="$KREPRO_KCFLAGS" \
 		"$(basename "$(image_path_in_obj)")" >"$logf" 2>&1 &
 	pid=$!
 	i=0
@@ -558,11 +590,32 @@ cmd_fetch_debian() {
 	echo "$deb"
 }
 
-USAGE="usage: kernels.sh tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | stamp FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | fetch-debian PKG
+USAGE="usage: kernels.sh tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | stamp FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | fetch-debian PKG | clean-bisect
 (KREPRO_BRANCH: $KREPRO_BRANCHES; KREPRO_ARCH: $KREPRO_ARCHES; FLAVOUR: $KREPRO_FLAVOURS)"
 
 # Bad input before any work (no lock taken, nothing unpacked or built): one
 # line and 128, with the command that was meant where it is close.
+# The scratch trees of krepro bisect ($KREPRO_CACHE/bisect/tree-*: a root
+# with linux-X.Y and build/ in it, or a clone whose objects are in
+# build/tree-<hash of its path>) and of the gate's user trees.
+cmd_clean_bisect() {
+	local d dirs=() h before after
+	machine_lock
+	for d in "$KREPRO_CACHE"/bisect/tree-* "$KREPRO_CACHE"/gate/trees/*; do
+		[ -d "$d" ] || continue
+		dirs+=("$d")
+		if [ -d "$d/.git" ]; then
+			h=$(echo "$(realpath "$d")" | sha256sum | cut -c1-12)
+			dirs+=("$KREPRO_CACHE"/build/tree-"$h" "$KREPRO_CACHE"/build/tree-*-"$h")
+		fi
+	done
+	[ ${#dirs[@]} -gt 0 ] || { log "no scratch trees in $KREPRO_CACHE"; return 0; }
+	before=$(df -Pk "$KREPRO_CACHE" | awk 'NR == 2 { print $4 }')
+	for d in "${dirs[@]}"; do [ ! -e "$d" ] || { log "removing $d"; rm -rf "$d"; }; done
+	after=$(df -Pk "$KREPRO_CACHE" | awk 'NR == 2 { print $4 }')
+	log "freed $(((after - before) / 1024)) MiB"
+}
+
 usage_error() {
 	printf 'krepro: error: %s\n%s\n' "$1" "$USAGE" >&2
 	exit 128
@@ -592,10 +645,11 @@ stale | stamp | series)
 	"cmd_$cmd" "$1" ;;
 build) check_flavours "$@"; cmd_build "$@" ;;
 check-patches) [ $# -eq 0 ] || usage_error "check-patches takes no argument"; cmd_check_patches ;;
+clean-bisect) [ $# -eq 0 ] || usage_error "clean-bisect takes no argument"; cmd_clean_bisect ;;
 "") usage_error "a command is needed" ;;
 *)
 	near=
-	for c in tree series build stale stamp check-patches check-series build-series build-tree fetch-debian; do
+	for c in tree series build stale stamp check-patches check-series build-series build-tree fetch-debian clean-bisect; do
 		case $c in "${cmd:0:3}"*) near=$c; break ;; esac
 	done
 	usage_error "unknown command '${cmd:0:40}'${near:+; did you mean $near?}" ;;

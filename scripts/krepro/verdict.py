@@ -21,7 +21,8 @@ Run (status()): the exit status from its rows.
 """
 from .bounds import clean_runs_needed, miss, rate_lower
 from .protocol import CLEAN, EXIT_OUTCOME, INTERRUPTED, REPRODUCED, UNDECIDED
-from .reports.console import crashes, ktap_lines, landmarks, own_evidence, signature_matches
+from .reports.console import (broken_cases, crashes, joined, ktap_lines, landmarks, own_evidence,
+                              signature_matches)
 
 # Boots a row may lose to the infrastructure (no init, QEMU died, a kernel
 # report before the test's start mark) before it is BROKEN; they are retried
@@ -37,6 +38,27 @@ UNBOUNDED_CLEAN = 3
 
 # --- a guest ---
 
+def first_label(sigs, test):
+    """The label of the first declared signature that passes test, or None."""
+    return next((s.label(i) for i, s in enumerate(sigs, 1) if test(s)), None)
+
+
+class Outcome:
+    """decide()'s result being made: called with the outcome, it completes
+    and returns the record. A FAIL (or OTHER) keeps the cases its KTAP marks
+    BROKEN in its evidence: the higher outcome must not hide them."""
+
+    def __init__(self, res):
+        self.res = res
+
+    def __call__(self, outcome, evidence, signature=None, matched=None):
+        if outcome in ("FAIL", "OTHER") and self.res["broken_cases"]:
+            evidence += f" ; also BROKEN: {joined(self.res['broken_cases'])}"
+        self.res.update(outcome=outcome, evidence=evidence, signature=signature,
+                        matched_signature=matched)
+        return self.res
+
+
 def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
     """One guest run's outcome, by the guest rules in their order: dict with
     outcome, evidence, signature (the report or own evidence that made it
@@ -49,13 +71,12 @@ def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
     before = [r for r in reports if mark_line is None or r["line"] < mark_line]
     after = [r for r in reports if mark_line is not None and r["line"] >= mark_line]
     for r in after:
-        r["bug"] = any(signature_matches(r, s) for s in sigs)
-    res = {"exit": exit_code, "timed_out": timed_out, "reports": reports,
-           "init_line": init_line, "mark_line": mark_line, "signature": None}
-
-    def out(outcome, evidence, signature=None):
-        res.update(outcome=outcome, evidence=evidence, signature=signature)
-        return res
+        # The first declared signature it matches names it in the record.
+        r["matched"] = first_label(sigs, lambda s: signature_matches(r, s))
+        r["bug"] = r["matched"] is not None
+    out = Outcome({"exit": exit_code, "timed_out": timed_out, "reports": reports,
+                   "init_line": init_line, "mark_line": mark_line,
+                   "broken_cases": broken_cases(ktap, meta.cases)})
 
     hung = " ; guest hung" if timed_out else ""
     if init_line is None:
@@ -71,31 +92,32 @@ def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
     also = f" (+{len(others)} later report(s) not in its signature: {others[0]['title']})" if others else ""
     if bug:
         more = f" (+{len(bug) - 1} more)" if len(bug) > 1 else ""
-        return out("FAIL", f"{bug[0]['title']}{more}{also}{hung}", "report: " + bug[0]["title"])
+        return out("FAIL", f"{bug[0]['title']}{more}{also}{hung}", "report: " + bug[0]["title"],
+                   bug[0]["matched"])
     if own:
-        return out("FAIL", " | ".join(own[:3]) + also, "own evidence")
+        return out("FAIL", joined(own) + also, "own evidence", "own evidence")
     if others:
         return out("OTHER", f"{others[0]['title']}"
                    + (f" (+{len(others) - 1} more)" if len(others) > 1 else "") + hung)
     if timed_out:
         if meta.hang_is_bug:
-            return out("FAIL", "hang: no result within the time limit", "hang")
+            return out("FAIL", "hang: no result within the time limit", "hang",
+                       first_label(sigs, lambda s: s.is_hang))
         return out("HANG", "no result within the time limit")
-    return out(*by_exit(exit_code, ktap, qemu_status))
-
-
-def by_exit(exit_code, ktap, qemu_status):
-    """(outcome, evidence) of a guest with no report and no timeout: its
-    result line's exit code."""
     if exit_code is None:
-        return "BROKEN", f"guest ended without a result (qemu exit {qemu_status})"
+        return out("BROKEN", f"guest ended without a result (qemu exit {qemu_status})")
+    return by_exit(out, ktap, exit_code)
+
+
+def by_exit(out, ktap, exit_code):
+    """A run with no report after its mark that ended in time: its exit."""
     outcome = EXIT_OUTCOME.get(exit_code, "BROKEN")
     if outcome == "FAIL":
         # The harness failed the run on taint with no report on the console.
         why = ktap_lines(ktap, "REPORT:") + ktap_lines(ktap, "FAIL:")
-        return "OTHER", " | ".join(why[:2]) or "exit 1 without the reproducer's evidence"
+        return out("OTHER", " | ".join(why[:2]) or "exit 1 without the reproducer's evidence")
     tag = {"PASS": "PASS:", "BROKEN": "BROKEN", "SKIP": "SKIP"}[outcome]
-    return outcome, " | ".join(ktap_lines(ktap, tag)[:3]) or f"exit {exit_code}"
+    return out(outcome, " | ".join(ktap_lines(ktap, tag)[:3]) or f"exit {exit_code}")
 
 
 def infrastructure(v, keep=False):

@@ -305,6 +305,40 @@ def signature_matches(report, sig):
     return True
 
 
+# Evidence kept of a run: its lines whole (a case's line is at most the
+# harness's 2 KiB message), bounded for a KTAP stream that is untrusted.
+EVIDENCE_LINES = 16
+EVIDENCE_CHARS = 16 << 10
+
+
+def joined(lines):
+    """Evidence lines as one string, " | " between them, bounded."""
+    text = " | ".join(lines[:EVIDENCE_LINES])
+    more = len(lines) - EVIDENCE_LINES
+    text = text[:EVIDENCE_CHARS] + (" …" if len(text) > EVIDENCE_CHARS else "")
+    return text + (f" (+{more} more lines)" if more > 0 else "")
+
+
+BROKEN_POINT = re.compile(r"^not ok [0-9]+ (\S+) # BROKEN\b")
+
+
+def broken_cases(ktap, cases):
+    """The cases a run's KTAP marks BROKEN, each with its first BROKEN line:
+    ["punch: BROKEN: xfs.c:12: ..."]. A FAIL outranks BROKEN in the exit
+    code; these keep the cases it would hide."""
+    names = []
+    for line in ktap.splitlines():
+        m = BROKEN_POINT.match(line)
+        if m and (m.group(1) in cases or not cases) and m.group(1) not in names:
+            names.append(m.group(1))
+    out = []
+    for name in names[:EVIDENCE_LINES]:
+        why = next((l[2:] for l in ktap.splitlines()
+                    if l.startswith(f"# {name}: BROKEN:")), f"{name}: BROKEN")
+        out.append(why)
+    return out
+
+
 def own_evidence(ktap, cases):
     """The reproducer's own FAIL lines ("# <case>: FAIL: ..."), not the
     harness's summary of kernel reports or taint."""
