@@ -35,8 +35,9 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import arches, guest, kernels, paths, records  # noqa: E402
-from krepro.usage import Parser  # noqa: E402
+from krepro import arches, guest, kernels, paths  # noqa: E402
+import proof_records as records  # noqa: E402
+from krepro.options import Parser  # noqa: E402
 
 LEAVES = re.compile(r"^(memset|memcpy|memmove|clear_page|copy_page)")
 KERNEL_TEXT = re.compile(r"0x(ffffffff8[0-9a-f]{7})\b")

@@ -31,8 +31,10 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import arches, guest, kernels, paths, records, reports  # noqa: E402
-from krepro.usage import Parser  # noqa: E402
+from krepro import arches, guest, kernels, paths  # noqa: E402
+import proof_records as records  # noqa: E402
+from krepro.reports import console as reports  # noqa: E402
+from krepro.options import Parser  # noqa: E402
 
 
 RUN_INIT = re.compile(r"^\[ *([0-9.]+)\] Run /init as init process", re.M)

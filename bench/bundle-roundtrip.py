@@ -4,7 +4,7 @@ both flavours, `python3 -m krepro bundle`, its tarball unpacked into an
 empty directory, and its run.sh run there with a bare environment (env -i,
 PATH=/usr/bin:/bin), holding krepro's guest slots as the runner does for a
 guest that needs the host to itself (run.sh takes no lock). Each guest's logs are then read by krepro's own classifier
-too (reports.decide, as a row's guest is), which must agree with what
+too (verdict.decide, as a row's guest is), which must agree with what
 run.sh said.
 
 usage: bench/bundle-roundtrip.py RECORD [REPRO:ARCH[:KERNEL=OUTCOME]...]
@@ -27,7 +27,9 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import guest, meta as metamod, paths, records, reports  # noqa: E402
+from krepro import guest, meta as metamod, paths  # noqa: E402
+import proof_records as records  # noqa: E402
+from krepro.verdict import decide  # noqa: E402
 
 EXPECT = {"unpatched": "FAIL", "patched": "PASS"}
 EXIT = {"PASS": 0, "FAIL": 1}
@@ -68,7 +70,7 @@ def one(repro, arch, flavour, expect, work, metas):
             run_s = round(time.monotonic() - t0, 1)
     out = os.path.join(there, name, "out")
     console, ktap = paths.read(os.path.join(out, "console.log")), paths.read(os.path.join(out, "ktap.txt"))
-    v = reports.decide(console, metas[repro], ktap, r.returncode == 3)
+    v = decide(console, metas[repro], ktap, r.returncode == 3)
     last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
     word = last.split(":", 1)[0]
     row = {

@@ -42,8 +42,10 @@ import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import classify, records, reports  # noqa: E402
-from krepro.usage import Parser  # noqa: E402
+from krepro.reports import classify  # noqa: E402
+import proof_records as records  # noqa: E402
+from krepro.reports import console as reports  # noqa: E402
+from krepro.options import Parser  # noqa: E402
 
 KERNEL_TYPES = {"linux.kernel.bug": "BUG", "linux.kernel.panic": "PANIC",
                 "linux.kernel.warning": "WARNING", "linux.kernel.ubsan": "UBSAN"}

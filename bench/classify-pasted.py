@@ -137,7 +137,8 @@ def main():
     p.add_argument("--what", default="")
     o = p.parse_args()
     sys.path.insert(0, o.scripts)
-    from krepro import classify, records  # noqa: E402
+    from krepro.reports import classify  # noqa: E402
+    import proof_records as records  # noqa: E402
     rows = measure(o.logdir, classify)
     raw = [f"{r['part']}  {r['name']:<22} found {r['found']!s:<5} no-false {r['no_false']!s:<5} "
            f"title {r['title']!r} plain {r['plain_title']!r}" for r in rows]

@@ -83,7 +83,7 @@ def classify(path):
 
 
 def main(argv):
-    from krepro.usage import Parser
+    from krepro.options import Parser
     p = Parser(prog="bench/classify-speed.py", allow_abbrev=False)
     p.add_argument("--mib", type=int, default=200)
     p.add_argument("--runs", type=int, default=2)

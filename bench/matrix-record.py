@@ -22,9 +22,10 @@ import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import guest, records  # noqa: E402
+from krepro import guest  # noqa: E402
+import proof_records as records  # noqa: E402
 from krepro.paths import read  # noqa: E402
-from krepro.usage import Parser  # noqa: E402
+from krepro.options import Parser  # noqa: E402
 
 
 def when(stamp):

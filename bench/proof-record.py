@@ -29,8 +29,9 @@ import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import branches, records  # noqa: E402
-from krepro.usage import Parser  # noqa: E402
+from krepro import branches  # noqa: E402
+import proof_records as records  # noqa: E402
+from krepro.options import Parser  # noqa: E402
 
 
 # The evidence line is kept whole; a run.json is untrusted input, so bounded

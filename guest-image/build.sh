@@ -45,9 +45,9 @@ archive() {
 }
 
 # --overlay STAGE OUT: a distribution kernel's modules, staged in STAGE by
-# scripts/krepro/distro.py, as a cpio the runner appends to the guest image.
+# scripts/krepro/distro/kernel.py, as a cpio the runner appends to the guest image.
 # A native guest gets kmod's modprobe (the distribution's modules are
-# compressed); a foreign one uses busybox's, on modules distro.py decompressed.
+# compressed); a foreign one uses busybox's, on modules distro/kernel.py decompressed.
 if [ "${1:-}" = --overlay ]; then
 	stage=$2
 	need_pkgs cpio

@@ -137,14 +137,14 @@ manage() { lava-server manage "$@"; }
 # The guest's QEMU, as the worker's jobs find it first in their PATH: it
 # holds every krepro guest slot and the machine lock (shared) before it
 # boots, as krepro's own guests do, so a lab job never runs beside another
-# guest or a kernel build (scripts/krepro/lab_guest.py).
+# guest or a kernel build (scripts/krepro/lava/lab_guest.py).
 qemu_wrappers() {
 	local q
 	mkdir -p "$LAB/bin"
 	for q in qemu-system-x86_64 qemu-system-arm; do
 		cat >"$LAB/bin/$q" <<EOF
 #!/bin/sh
-KREPRO_CACHE='$KREPRO_CACHE' PYTHONPATH='$KREPRO_TOP/scripts' exec /usr/bin/python3 -m krepro.lab_guest /usr/bin/$q "\$@"
+KREPRO_CACHE='$KREPRO_CACHE' PYTHONPATH='$KREPRO_TOP/scripts' exec /usr/bin/python3 -m krepro.lava.lab_guest /usr/bin/$q "\$@"
 EOF
 		chmod +x "$LAB/bin/$q"
 	done

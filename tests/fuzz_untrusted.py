@@ -248,7 +248,7 @@ def in_process(h, u, work):
     @settings_for(1500)
     @given(MUTATION, st.booleans())
     def records(mutations, gate):
-        from krepro import gate as gatemod, render
+        from krepro.results import gate as gatemod, render
         rec = tu.RECORD
         for where, key, value in mutations:
             rec = mutate(rec, where, key, value)
@@ -268,7 +268,7 @@ def in_process(h, u, work):
     @settings_for(1000)
     @given(st.lists(LOG_LINE, max_size=30), st.booleans())
     def logs(lines, as_json):
-        from krepro import classify
+        from krepro.reports import classify
         p = os.path.join(work, "log")
         with open(p, "wb") as f:
             f.write(b"".join(lines))
@@ -318,7 +318,8 @@ def main():
         os.environ.update(env)
         sys.path.insert(0, os.path.join(top, "scripts"))
         os.chdir(scratch)
-        from krepro import cli, lava_lab
+        from krepro import cli
+        from krepro.lava import lab as lava_lab
         cli.run = refuse_run
         lava_lab.check_lab = lambda ident: None    # no lab is asked anything
         sys.stdin = open(os.devnull)               # classify - reads nothing

@@ -30,7 +30,7 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import lava_lab  # noqa: E402
+from krepro.lava import lab as lava_lab  # noqa: E402
 
 RUN = os.path.join(TOP, "run-in-qemu.sh")
 LAB_SH = os.path.join(TOP, "scripts", "lava-lab.sh")

@@ -17,7 +17,8 @@ import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import arches, meta as metamod, reports  # noqa: E402
+from krepro import arches, meta as metamod  # noqa: E402
+from krepro.reports import console as reports  # noqa: E402
 
 CONFIG = os.path.join(TOP, "kernel-patches", "config")
 # The guest arches krepro builds kernels and guests for (scripts/arches.tsv).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""When a guest's answer is complete (scripts/krepro/answer.py): the bug's
+"""When a guest's answer is complete (scripts/krepro/early_stop.py): the bug's
 report has ended, and the reproducer's KTAP verdict is on its stream."""
 import os
 import sys
@@ -8,7 +8,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
-from krepro import answer, meta  # noqa: E402
+from krepro import meta, early_stop as answer  # noqa: E402
 
 META = meta.Reproducer.from_json({"name": "fake-bug", "signatures": [{"kind": "REFCOUNT"}]})
 START = ["krepro-init: started, uptime 1.0 s", "krepro-init: running fake-bug", "krepro: fake-bug: start"]

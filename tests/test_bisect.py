@@ -22,8 +22,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 sys.path.insert(0, HERE)
-from krepro import bisect_machinery as machinery, bisect_search as search, stats  # noqa: E402
-from krepro.bisect_confidence import Rate  # noqa: E402
+from krepro import stats  # noqa: E402
+from krepro.bisect import machinery, search  # noqa: E402
+from krepro.bisect.confidence import Rate  # noqa: E402
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
 

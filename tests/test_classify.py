@@ -17,7 +17,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-from krepro import reports as krepro, syztitle  # noqa: E402
+from krepro.reports import console as krepro, syztitle  # noqa: E402
 
 HEADERS = (
     ('BUG: KASAN: double-free or invalid-free in free_fn+0x1/0x2',
@@ -361,7 +361,7 @@ class Golden(unittest.TestCase):
 
 
 class Culprits(unittest.TestCase):
-    """syzkaller's rules for the function a title names (syztitle.py)."""
+    """syzkaller's rules for the function a title names (reports/syztitle.py)."""
 
     def test_kasan_access_type_and_the_header_function(self):
         c = crash("BUG: KASAN: use-after-free in victim_fn+0x1/0x2\n"

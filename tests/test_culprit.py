@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 sys.path.insert(0, HERE)
-from krepro import gate as gatemod  # noqa: E402
+from krepro.results import gate as gatemod  # noqa: E402
 from test_bisect import GIT, FakeMachinery  # noqa: E402
 
 # repro -> (bug marker, fix marker)

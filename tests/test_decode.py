@@ -11,7 +11,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
-from krepro import decode, render  # noqa: E402
+from krepro.reports import decode  # noqa: E402
+from krepro.results import render  # noqa: E402
 from krepro.paths import cache  # noqa: E402
 
 SCRIPT = os.path.join(cache(), "linux-6.1", "scripts", "decode_stacktrace.sh")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Distribution kernels with their modules (scripts/krepro/distro.py), on a
+"""Distribution kernels with their modules (scripts/krepro/distro/kernel.py), on a
 fake package and a fake kernel tree: finding the image and its modules in a
 .deb, an unpacked package or beside a vmlinuz; the options -> modules map
 from the tree's Makefiles, with the options they imply (nf_tables and
@@ -18,7 +18,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import distro, modules  # noqa: E402
+from krepro.distro import kernel as distro, modules  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
 
 REL = "6.1.0-99-test-amd64"

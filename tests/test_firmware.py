@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What firmware and boot loaders print on a board's serial console is not
-the kernel's: classify finds no report in it (scripts/krepro/boots.py).
+the kernel's: classify finds no report in it (scripts/krepro/reports/firmware.py).
 
 The prologues here are lines written for this test in the manner of U-Boot,
 coreboot, depthcharge, UEFI firmware, GRUB and Trusted Firmware, each with
@@ -16,7 +16,7 @@ from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-from krepro import boots, classify, logtext  # noqa: E402
+from krepro.reports import firmware as boots, classify, logtext  # noqa: E402
 
 CONSOLE = os.path.join(HERE, "console")
 CLEAN = "real-xfs-nowait-dio-pass.log"          # a banner, no report, ends in "reboot:"

@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 sys.path.insert(0, HERE)
-from krepro import fixcheck, fixcheck_cli  # noqa: E402
+from krepro.fixcheck import check as fixcheck, command as fixcheck_cli  # noqa: E402
 from test_bisect import GIT  # noqa: E402
 
 REPRO = "xfs-nowait-dio"

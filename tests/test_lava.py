@@ -14,7 +14,9 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import guest, lava, protocol, reports  # noqa: E402
+from krepro import guest, protocol  # noqa: E402
+from krepro.lava import job as lava  # noqa: E402
+from krepro.verdict import decide  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
 
 LOG = os.path.join(HERE, "lava", "bpf-unpatched.lava-run.log")
@@ -56,7 +58,7 @@ class ReadBack(unittest.TestCase):
 
     def test_same_outcome_as_a_local_guest(self):
         con, ktap = lava.split_console(lava.target_lines(self.entries))
-        res = reports.decide(con, BPF, ktap)
+        res = decide(con, BPF, ktap)
         self.assertEqual(res["outcome"], "FAIL")
         self.assertIn("percpu_hash: FAIL: new element 2 has stale values", res["evidence"])
 
@@ -99,7 +101,7 @@ class Interleaved(unittest.TestCase):
         meta = Reproducer.from_json({"name": "can-j1939-echo", "cases": ["send_close_race"],
                                      "signatures": [{"kind": "REFCOUNT", "title": "refcount_t: addition on 0",
                                                      "frame": "j1939_.*"}]})
-        res = reports.decide(self.con, meta, self.ktap)
+        res = decide(self.con, meta, self.ktap)
         self.assertEqual(res["outcome"], "FAIL")
         self.assertTrue(res["signature"].startswith("report: refcount_t: addition on 0"), res["signature"])
 
@@ -118,7 +120,7 @@ class Timeout(unittest.TestCase):
         self.assertEqual(lava.lava_results(entries)["lava/job"], "fail")
         con, ktap = lava.split_console(lava.target_lines(entries))
         meta = Reproducer(name="can-j1939-echo", cases=("send_close_race",))
-        self.assertEqual(reports.decide(con, meta, ktap, timed_out=True)["outcome"], "HANG")
+        self.assertEqual(decide(con, meta, ktap, timed_out=True)["outcome"], "HANG")
         self.assertFalse(lava.timed_out(lava.log_entries(read(LOG))))
         # What the run's evidence gets when LAVA stopped it.
         self.assertIn("lava-test-monitor timed out after 3 seconds", lava.first_error(entries))

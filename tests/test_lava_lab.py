@@ -19,7 +19,8 @@ from unittest import mock
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import guest, lava, lava_lab, slots  # noqa: E402
+from krepro import guest, slots  # noqa: E402
+from krepro.lava import job as lava, lab as lava_lab  # noqa: E402
 
 
 class FakeLava:
@@ -177,7 +178,7 @@ class Times(unittest.TestCase):
 
 
 class LabGuestLocks(unittest.TestCase):
-    """A lab job's QEMU (krepro.lab_guest) holds the machine lock shared and
+    """A lab job's QEMU (krepro.lava.lab_guest) holds the machine lock shared and
     every guest slot while it runs, and waits for a kernel build's lock."""
 
     def setUp(self):
@@ -195,7 +196,7 @@ class LabGuestLocks(unittest.TestCase):
             return None
 
     def guest(self, marker, seconds):
-        return subprocess.Popen([sys.executable, "-m", "krepro.lab_guest", "/bin/sh", "-c",
+        return subprocess.Popen([sys.executable, "-m", "krepro.lava.lab_guest", "/bin/sh", "-c",
                                  f"touch {marker}; sleep {seconds}"], env=self.env,
                                 stderr=subprocess.DEVNULL)
 

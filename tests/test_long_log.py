@@ -16,7 +16,7 @@ from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
-from krepro import classify, logtext, reports  # noqa: E402
+from krepro.reports import classify, logtext, console as reports  # noqa: E402
 
 PIECES = sorted(glob.glob(os.path.join(HERE, "console", "*.log"))) + \
     sorted(glob.glob(os.path.join(HERE, "pasted", "*"))) + sorted(glob.glob(os.path.join(HERE, "upstream", "*")))

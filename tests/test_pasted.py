@@ -30,7 +30,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import classify, logtext, reports  # noqa: E402
+from krepro.reports import classify, logtext, console as reports  # noqa: E402
 
 GOLDEN = sorted(glob.glob(os.path.join(HERE, "console", "*.log")))
 PASTED = os.path.join(HERE, "pasted")

@@ -12,7 +12,10 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import lava, protocol, reports  # noqa: E402
+from krepro import protocol  # noqa: E402
+from krepro.lava import job as lava  # noqa: E402
+from krepro.reports import console as reports  # noqa: E402
+from krepro import verdict  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
 
 
@@ -109,11 +112,11 @@ class RoundTrip(unittest.TestCase):
     def test_each_exit_code_is_its_outcome(self):
         x = Reproducer.from_json({"name": "x"})
         for code, outcome in protocol.EXIT_OUTCOME.items():
-            res = reports.decide(self.console(code), x, f"# {outcome}: said\n# FAIL: said\n")
+            res = verdict.decide(self.console(code), x, f"# {outcome}: said\n# FAIL: said\n")
             # Exit 1 with no evidence of the reproducer's own is not this bug.
             self.assertEqual(res["outcome"], "OTHER" if code == protocol.FAIL else outcome, code)
             self.assertEqual(res["exit"], code)
-        self.assertEqual(reports.decide(self.console(3), x)["outcome"], "BROKEN")
+        self.assertEqual(verdict.decide(self.console(3), x)["outcome"], "BROKEN")
 
     def test_lava_reads_the_same_lines(self):
         job = lava.job_definition("x86_64", "j", "file:///k", "file:///i", "c", 60)

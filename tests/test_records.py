@@ -18,7 +18,8 @@ import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import records  # noqa: E402
+sys.path.insert(0, os.path.join(TOP, "bench"))
+import proof_records as records  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tally import Tally  # noqa: E402

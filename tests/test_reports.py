@@ -11,9 +11,11 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-from krepro import gate, meta as metamod, paths, protocol, reports, trace  # noqa: E402
+from krepro import meta as metamod, paths, protocol  # noqa: E402
+from krepro.results import gate  # noqa: E402
+from krepro.reports import console as reports, trace  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
-from krepro.reports import decide  # noqa: E402
+from krepro.verdict import decide  # noqa: E402
 
 
 def golden(name):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """krepro classify on logs whose lines a paste did not keep one message each
-(scripts/krepro/pasted.py), and on vendor kernels' and tools' prefixes.
+(scripts/krepro/reports/pasted.py), and on vendor kernels' and tools' prefixes.
 
 (1) Every golden console log (tests/console/*.log), re-wrapped as a whole the
     ways tools and users have it (journalctl's continuation lines and -o
@@ -22,7 +22,7 @@ import unittest
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro import classify, logtext, pasted, reports  # noqa: E402
+from krepro.reports import classify, logtext, pasted, console as reports  # noqa: E402
 from rewrap import GOLDEN, HERE, WRAPPINGS, read  # noqa: E402
 
 

@@ -28,7 +28,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 SCRIPTS = os.path.join(TOP, "scripts")
 sys.path.insert(0, SCRIPTS)
-from krepro import gate, render, reports  # noqa: E402
+from krepro.results import gate, render  # noqa: E402
+from krepro.reports import console as reports  # noqa: E402
 
 KASAN = os.path.join(HERE, "console", "kasan-uaf.log")
 QUIET = os.path.join(HERE, "console", "real-xfs-nowait-dio-pass.log")

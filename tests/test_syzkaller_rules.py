@@ -10,7 +10,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-from krepro import reports, rustname  # noqa: E402
+from krepro.reports import console as reports, rustname  # noqa: E402
+from krepro.verdict import decide  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
 
 GPF = "general protection fault, probably for non-canonical address 0xdffffc0000000001: 0000 [#1]\n" \
@@ -121,10 +122,10 @@ class Titles(unittest.TestCase):
         console = ("Decompressing Linux... Parsing ELF... done.\nBooting the kernel.\n"
                    "[    0.000000] Linux version 6.1.0\n[    2.0] krepro-init: started, uptime 2.0 s\n"
                    "[    2.2] krepro: x: start\n[    3.0] krepro: x: result exit=0\n")
-        r = reports.decide(console, Reproducer.from_json({"name": "x", "cases": ["a"], "signatures": []}))
+        r = decide(console, Reproducer.from_json({"name": "x", "cases": ["a"], "signatures": []}))
         self.assertEqual(r["reports"], [])
         again = console + "Booting the kernel.\n"
-        r = reports.decide(again, Reproducer.from_json({"name": "x", "cases": ["a"], "signatures": []}))
+        r = decide(again, Reproducer.from_json({"name": "x", "cases": ["a"], "signatures": []}))
         self.assertEqual([c["culprit"] for c in r["reports"]], ["unexpected kernel reboot"])
 
     def test_rust_panic_is_titled_by_its_message(self):

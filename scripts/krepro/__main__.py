@@ -20,10 +20,10 @@ import signal  # noqa: E402
 import argparse  # noqa: E402
 import os  # noqa: E402
 
-from . import gate as gatemod, render  # noqa: E402
+from .results import gate as gatemod, render  # noqa: E402
 from .protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE  # noqa: E402
 from .untrusted import Refused, say  # noqa: E402
-from .usage import Parser  # noqa: E402
+from .options import Parser  # noqa: E402
 
 SUBCOMMANDS = ("run", "report", "gate", "classify", "bisect", "fixcheck", "bundle", "matrix")
 
@@ -158,18 +158,18 @@ def culprit_args(o):
 
 
 def classify(argv):
-    from . import classify as classifymod
+    from .reports import classify as classifymod
     return classifymod.main(argv)
 
 
 def bisect(argv):
     # Imported here only: the others need nothing of it.
-    from . import bisect as bisectmod
+    from .bisect import command as bisectmod
     return bisectmod.main(argv)
 
 
 def fixcheck(argv):
-    from . import fixcheck_cli
+    from .fixcheck import command as fixcheck_cli
     return fixcheck_cli.main(argv)
 
 
@@ -183,7 +183,9 @@ def bundle(argv):
     p.add_argument("--out", default=".")
     p.add_argument("--timeout", type=int)
     o = p.parse_args(argv)
-    from . import arches, branches, bundle as bundlemod, kernels, meta as metamod
+    from . import arches, branches
+    from .bundle import make as bundlemod
+    from . import kernels, meta as metamod
     if o.arch not in arches.ARCHES:
         return fail("bundle", f"--arch is one of: {' '.join(arches.ARCHES)}, not '{o.arch}'")
     if o.branch is not None and o.branch not in branches.BRANCHES:
@@ -209,7 +211,7 @@ def matrix(argv):
     p.add_argument("dirs", metavar="DIR", nargs="+")
     p.add_argument("--out")
     o = p.parse_args(argv)
-    from . import matrix as matrixmod
+    from .results import matrix as matrixmod
     return matrixmod.main(o.dirs, o.out)
 
 

@@ -30,7 +30,7 @@ class GuestSpec:
 
 @dataclasses.dataclass
 class GuestResult:
-    """How one guest ended. The outcome is not here: reports.decide() reads
+    """How one guest ended. The outcome is not here: verdict.decide() reads
     it from the run directory's console.log and ktap.txt."""
     status: Optional[int]  # the exit status of what ran it (QEMU, lava-run; a lab: 0 Complete)
     timed_out: bool

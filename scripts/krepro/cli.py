@@ -4,25 +4,24 @@ import errno
 import datetime
 import difflib
 import os
-import re
 import shlex
 import shutil
 import sys
 
-from . import arches, branches, guest, kernels, lava_lab, meta as metamod, plan, rates, render, runner
+from . import arches, branches, guest, kernels, meta as metamod, dry_run as plan, runner
 from .config import RunConfig
 from .kernels import FLAVOURS
+from .lava import lab as lava_lab
+from .options import bounded, given_rate, probability
 from .paths import TOP, build, cache, git_commit
-from .protocol import DEFAULT_MISS, INTERRUPTED, TIMEOUT_MARGIN, UNDECIDED, USAGE
+from .protocol import DEFAULT_MISS, TIMEOUT_MARGIN, UNDECIDED, USAGE
+from .results import render
+from .run_checks import check_miss, check_report, check_repros
+from .run_help import HELP
+from .untrusted import Refused, say
 
 # A disk that fills up or turns read-only under a run (results or cache).
 DISK_ERRORS = (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO)
-from .run_checks import check_miss, check_report, check_repros
-from .untrusted import Refused, say
-from .usage import HELP
-
-LIMITS = {"--max-runs": 1000, "--repeat": 1000, "--timeout": 86400, "--jobs": 64,
-          "--gdb": 65535, "KREPRO_JOBS": 64}
 PROG = "krepro"
 
 
@@ -40,44 +39,6 @@ class Parser(argparse.ArgumentParser):
                     break
         print(f"{PROG}: error: {say(message)}{hint} (see run-in-qemu.sh --help)", file=sys.stderr)
         sys.exit(USAGE)
-
-
-def bounded(name):
-    """A whole number from 1 to the option's limit."""
-    hi = LIMITS[name]
-
-    def conv(v):
-        # ASCII digits only: int() also takes "1_0", " 3" and "٣".
-        if not re.fullmatch(r"[0-9]{1,9}", v):
-            raise argparse.ArgumentTypeError(f"wants a whole number from 1 to {hi}, not '{v}'")
-        x = int(v)
-        if not 1 <= x <= hi:
-            raise argparse.ArgumentTypeError(f"wants a whole number from 1 to {hi}, not '{v}'")
-        return x
-    return conv
-
-
-def given_rate(v):
-    """--rate FAILS/RUNS: a FAIL rate measured elsewhere (ASCII digits, as
-    bounded() takes them)."""
-    m = re.fullmatch(r"([0-9]{1,6})/([0-9]{1,6})", v)
-    if not (m and 0 < int(m[1]) <= int(m[2]) <= 100000):
-        raise argparse.ArgumentTypeError(f"wants FAILS/RUNS with 0 < FAILS <= RUNS <= 100000, "
-                                         f"not '{v[:40]}'")
-    return int(m[1]), int(m[2])
-
-
-NUMBER = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
-
-
-def probability(v):
-    # ASCII decimals only: float() also takes "0_1", "nan" and other scripts' digits.
-    if not NUMBER.fullmatch(v):
-        raise argparse.ArgumentTypeError(f"wants a probability, not '{v}'")
-    x = float(v)
-    if not 0 < x < 1:
-        raise argparse.ArgumentTypeError(f"wants a probability between 0 and 1, not '{v}'")
-    return x
 
 
 def parse(argv):
@@ -362,7 +323,7 @@ def main(argv):
 
 
 def run(config):
-    """Build the reproducers, then the run; with --record-rates, its rates."""
+    """Build the reproducers, then the run."""
     try:
         if not os.environ.get("KREPRO_NO_BUILD"):
             metamod.ensure_built()
@@ -387,7 +348,6 @@ def run(config):
         return fail(f"cannot write {e.filename or 'a file'}: {e.strerror}; the run stopped, and "
                     f"{os.path.join(config.results, 'run.json')} keeps every row decided before",
                     UNDECIDED)
-    if config.record_rates and code in (0, 1, INTERRUPTED):
-        rates.record_run(config.results, config.arch, config.branch, config.repros,
-                         kernels.unpatched_build(config.arch, config.branch), config.repeat)
+    # With --record-rates the run recorded its rates after every guest and
+    # at its end (runner.RunRecord.record_rates).
     return code

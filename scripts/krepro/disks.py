@@ -6,10 +6,10 @@ import os
 
 from . import guest
 from .backend import GuestSpec
-from .guest import log
+from .log import log
 from .kernels import flavour_image, read_stamp
 from .paths import build, cache, read
-from .reports import decide
+from .verdict import decide
 
 
 def blank(results, meta):

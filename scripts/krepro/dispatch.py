@@ -4,12 +4,15 @@ import os
 import shlex
 import time
 
-from . import decode, guest, lava, lava_lab
+from .reports import decode
+from . import guest
+from .lava import job as lava, lab as lava_lab
 from .backend import GuestSpec
-from .guest import log
+from .log import log
 from .paths import read
-from .answer import Watch
-from .reports import decide, evidence_crash
+from .early_stop import Watch
+from .reports.console import evidence_crash
+from .verdict import decide, infrastructure
 from .untrusted import fresh_dir
 
 
@@ -88,11 +91,7 @@ def judge(rundir, meta, res, keep=False):
         v["evidence"] += f" ; LAVA: {res.via['lava_error']}"
     mark = v["mark_line"]
     title = next((r["title"] for r in v["reports"] if r.get("line", 0) >= (mark or 1 << 30)), None)
-    # BROKEN with no init, no start of the reproducer and no result of its,
-    # or a kernel report before its start mark: the boot failed, not the test.
-    infra = v["outcome"] == "BROKEN" and not keep and (
-        v["init_line"] is None or (mark is None and v["exit"] is None)
-        or any(mark is not None and r["line"] < mark for r in v["reports"]))
+    infra = infrastructure(v, keep)
     return dict(outcome=v["outcome"], evidence=v["evidence"], seconds=res.seconds,
                 boot=guest.boot_seconds(console), infra=infra,
                 signature=v["signature"], matched_signature=v["matched_signature"],

@@ -6,24 +6,17 @@ import re
 import shlex
 import signal
 import subprocess
-import sys
 import threading
 import time
 
 from .arches import ARCHES
 from .backend import Backend, GuestResult, stopped
 from .paths import cache, read
-from .protocol import INIT_DONE, INIT_STARTED
-from .untrusted import Refused, clean, cut
-# Guest slots live in slots.py; lava.py and the bench take them through here.
+from .log import log
+from .protocol import GUEST_CPUS, INIT_DONE, INIT_STARTED
+from .untrusted import Refused, cut
+# Guest slots live in slots.py; lava/job.py and the bench take them through here.
 from .slots import guest_slot  # noqa: F401
-
-
-def log(msg):
-    # A guest's words (a report's title, an error) reach the terminal: its
-    # control characters are escaped, line by line.
-    text = "\n".join(clean(line, tabs=True) for line in str(msg).split("\n"))
-    print(f"krepro: {text}", file=sys.stderr, flush=True)
 
 
 def qemu_binary(arch):
@@ -107,10 +100,6 @@ def flocked(name, exclusive, waiting_msg):
     finally:
         os.close(fd)
 
-
-
-# vCPUs a guest takes (qemu_argv's -smp for every reproducer of today).
-GUEST_CPUS = 2
 
 
 def default_jobs():

@@ -5,10 +5,12 @@ import difflib
 import os
 import subprocess
 
-from . import arches, branches, distro, evidence
-from .guest import log
+from . import arches, branches
+from .distro import kernel as distro
+from . import detectors as evidence
+from .log import log
 from .paths import SCRIPTS, cache, kernels as kernels_dir
-from .usage import UsageError  # noqa: F401  (callers catch kernels.UsageError)
+from .options import UsageError  # noqa: F401  (callers catch kernels.UsageError)
 
 FLAVOURS = ("unpatched", "patched")
 
@@ -183,7 +185,7 @@ class Kernel:
 
     def guest_image(self, base, repros, metas):
         """A distribution kernel's guest image: krepro's with the modules its
-        reproducers need (scripts/krepro/distro.py)."""
+        reproducers need (scripts/krepro/distro/kernel.py)."""
         tree, branch = self.source_tree()
         if not os.path.isdir(tree) and kernels_sh(self.arch, "tree", branch=branch, stdout=None,
                                                   stderr=None).returncode:

@@ -8,8 +8,8 @@ import os
 import re
 import subprocess
 
-from . import evidence
-from .guest import GUEST_CPUS
+from . import detectors as evidence
+from .protocol import GUEST_CPUS
 from . import paths
 from .paths import TOP, build
 from .protocol import DEFAULT_TIMEOUT, TIMEOUT_MARGIN

@@ -44,3 +44,7 @@ INTERRUPTED = 130     # 128 + SIGINT, as a shell reports a Ctrl-C
 
 # The target miss probability of a clean row (--miss, make's MISS).
 DEFAULT_MISS = 0.01
+
+# vCPUs a guest takes (guest.qemu_argv's -smp for every reproducer of today;
+# meta.Reproducer.cpus for one that asks for more).
+GUEST_CPUS = 2

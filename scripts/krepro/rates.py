@@ -15,7 +15,7 @@ mail text changed, which the stamp used to hash), never further.
 A bug or fixed row takes the record of its unpatched build. A probe row (any
 other kernel) takes one only where it was measured: of the kernel's own
 branch (a record of one branch never bounds a miss on another), and the runner checks that
-the kernel shows every evidence path the record counted (evidence.py), and
+the kernel shows every evidence path the record counted (detectors.py), and
 lookup() that the guests run under the record's accelerator, since a race's
 odds under KVM are not those under TCG.
 """
@@ -23,7 +23,7 @@ import datetime
 import json
 import os
 
-from .guest import log
+from .log import log
 from .paths import TOP, cache, repro_dir
 
 

@@ -7,9 +7,12 @@ import signal
 import subprocess
 import sys
 
-from . import disks, distro, guest, rates, render
+from . import disks
+from .distro import kernel as distro
+from . import guest, rates
+from .results import render
 from .dispatch import Dispatcher
-from .guest import log
+from .log import log
 from .kernels import Kernel, Undecidable, check_kconfig, prepare_kernels, unpatched_build
 from .paths import TOP, build, git_commit
 from .protocol import INTERRUPTED, UNDECIDED, USAGE
@@ -38,8 +41,20 @@ class RunRecord:
         # --replace may reuse a directory someone handed over: never
         # written through a link it holds.
         write_whole(self.path, json.dumps(self.data, indent=1))
+        self.record_rates()
+
+    def record_rates(self, bug_row=None):
+        """The one place FAIL rates are recorded. A decided bug row (repro,
+        branch, fails, trials) is folded into the cache copy of its branch's
+        record; else, with --record-rates, the run's unpatched rows become
+        the committed records, after every guest, so a calibration cut short
+        keeps what it measured."""
         c = self.config
-        if c.record_rates and self.data["runs"]:
+        if bug_row is not None:
+            repro, branch, fails, trials = bug_row
+            rates.add_runs(repro, c.arch, branch, unpatched_build(c.arch, branch), fails, trials,
+                           self.data["accel"])
+        elif c.record_rates and self.data["runs"]:
             rates.record_run(c.results, c.arch, c.branch, c.repros,
                              unpatched_build(c.arch, c.branch), c.repeat, self.data)
 

@@ -6,15 +6,13 @@ import sys
 import threading
 import time
 
-from . import evidence, guest, rates, render, stats
-from .guest import log
+from . import detectors as evidence, guest, rates
+from .results import render
+from . import stats
+from .log import log
 from .kernels import unpatched_build
 from .untrusted import clean
 
-# Boots a row may lose to the infrastructure (no init, QEMU died, a kernel
-# report before the test's start mark) before it is BROKEN; they are retried
-# and never counted as runs.
-INFRA_RETRIES = 3
 
 
 def row_role(expect, kernel):
@@ -197,8 +195,7 @@ class Scheduler:
         if pr.sight.all_blind:
             # Nothing the guest could print would be this bug: a boot can
             # only come back clean, which says nothing.
-            pr.row.decision = "UNDECIDED"
-            pr.row.why = "every evidence path is blind on this kernel"
+            pr.row.blind("every evidence path is blind on this kernel")
             log(f"{pr.repro} on {pr.kernel.label}: not booted, undecided: {pr.sight.note()}; "
                 "nothing else could show the bug")
             self.close_row(pr)
@@ -211,13 +208,7 @@ class Scheduler:
         What the guest's line says of it."""
         pr.infra += 1
         self.record.data["infra_boots"] = self.record.data.get("infra_boots", 0) + 1
-        if pr.infra < INFRA_RETRIES:
-            return f" (infrastructure: not counted; boot again, {pr.infra} of {INFRA_RETRIES})"
-        pr.row.outcomes.append("BROKEN")
-        pr.row.decision = "BROKEN"
-        pr.row.why = (f"{pr.infra} boots never reached the test (infrastructure, "
-                      "not the bug): see their logs")
-        return " (infrastructure: the row gives up)"
+        return pr.row.lost_boot()
 
     def finish_guest(self, pr, n, gi, res, rundir):
         """A guest ended: record it, and the row when that decides it."""
@@ -240,9 +231,7 @@ class Scheduler:
         if late or pr.row.decision is None:
             return
         if pr.role == "bug":
-            b = pr.kernel.run_branch
-            rates.add_runs(pr.repro, self.config.arch, b, unpatched_build(self.config.arch, b),
-                           pr.row.fails, pr.row.trials, self.record.data["accel"])
+            self.record.record_rates((pr.repro, pr.kernel.run_branch, pr.row.fails, pr.row.trials))
         self.close_row(pr)
 
     def close_row(self, pr):

@@ -8,47 +8,9 @@ it stops when that is at or below the target miss probability.
 import copy
 import math
 
+from . import verdict
+from .bounds import CONFIDENCE, clean_runs_needed, miss, rate_lower  # noqa: F401 (read through stats too)
 from .protocol import DEFAULT_MISS
-
-CONFIDENCE = 0.95
-
-
-def binom_tail(k, n, p):
-    """P(X >= k) for X ~ Binomial(n, p)."""
-    if k <= 0:
-        return 1.0
-    return sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k, n + 1))
-
-
-def rate_lower(fails, runs, confidence=CONFIDENCE):
-    """One-sided Clopper-Pearson lower bound of a FAIL rate from `fails` of `runs`."""
-    if fails <= 0 or runs <= 0:
-        return 0.0
-    alpha = 1 - confidence
-    if fails == runs:
-        return alpha ** (1 / runs)
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if binom_tail(fails, runs, mid) < alpha:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def miss(p_low, clean):
-    """Chance that `clean` clean runs miss a bug that fails with rate p_low."""
-    return (1 - p_low) ** clean
-
-
-def clean_runs_needed(p_low, target):
-    if p_low <= 0:
-        return math.inf
-    if p_low >= 1:
-        return 1
-    return max(1, math.ceil(math.log(target) / math.log(1 - p_low) - 1e-9))
-
 
 def pct(x):
     """A probability as a cell shows it: bounds round toward the safe side."""
@@ -94,12 +56,7 @@ class Row:
     repeat: a fixed number of runs instead (REPEAT=N).
     """
 
-    # Runs that say nothing about the bug before a row gives up as BROKEN.
-    MAX_UNDECIDED = 3
-    # Clean runs a probe row with no usable FAIL rate stops after: more
-    # cannot be weighed against a rate nobody measured there, and the cell
-    # says what these few do bound (unbounded_reach()).
-    UNBOUNDED_CLEAN = 3
+    UNBOUNDED_CLEAN = verdict.UNBOUNDED_CLEAN
 
     def __init__(self, role, target=DEFAULT_MISS, cap=20, rate=None, repeat=None,
                  any_report=False):
@@ -109,6 +66,7 @@ class Row:
         self.outcomes = []
         self.decision = None
         self.why = ""
+        self.lost = 0          # boots that never reached the test (not outcomes)
 
     def count(self, outcome):
         return sum(1 for o in self.outcomes if o == outcome)
@@ -129,9 +87,30 @@ class Row:
         return rate_lower(self.rate[0], self.rate[1])
 
     def add(self, outcome):
+        """One guest's outcome; the row's decision when it has one (verdict.row)."""
         self.outcomes.append(outcome)
-        self.decision = self._decide()
+        self._settle(verdict.row(self))
         return self.decision
+
+    def lost_boot(self):
+        """A boot that never reached the test: not a run. What the rule says
+        of it (verdict.lost_boots): retry, or the row gives up BROKEN."""
+        self.lost += 1
+        said, give_up = verdict.lost_boots(self.lost)
+        if give_up:
+            self.outcomes.append(give_up[0])
+            self._settle(give_up)
+        return said
+
+    def blind(self, why):
+        """Nothing the kernel could show is this bug: decided unbooted (verdict.blind)."""
+        self._settle(verdict.blind(why))
+
+    def _settle(self, decided):
+        # The one place a row's decision is written.
+        if decided is not None:
+            self.decision, why = decided
+            self.why = why or self.why
 
     def expected_remaining(self):
         """Guests this row still needs if each ends as its role expects (a bug
@@ -148,57 +127,3 @@ class Row:
             probe.add(want)
             k += 1
         return k
-
-    def _decide(self):
-        n = len(self.outcomes)
-        last = self.outcomes[-1]
-        if self.repeat:
-            return self._fixed() if n >= self.repeat else None
-        if last == "SKIP":
-            self.why = "a prerequisite is missing"
-            return "SKIP"
-        undecided = [o for o in self.outcomes if o in ("BROKEN", "HANG")]
-        if len(undecided) >= self.MAX_UNDECIDED:
-            self.why = f"{len(undecided)} runs said nothing about the bug"
-            return max(sorted(set(undecided)), key=undecided.count)
-        if self.role in ("fixed", "probe"):
-            if self.fails:
-                return "FAIL"
-            if last == "OTHER":
-                # On a kernel under test, a report that is not this bug is a
-                # finding (a regression to flag, or for bisect: undecided).
-                self.why = "a kernel report that is not this bug"
-                return "OTHER"
-            clean = self.count("PASS")
-            p = self.p_low()
-            if p > 0 and miss(p, clean) <= self.target:
-                return "PASS"
-            if p <= 0 and self.role == "probe" and clean >= self.UNBOUNDED_CLEAN:
-                return "PASS"
-        else:  # bug row
-            k, t = self.fails, self.trials
-            if k and self.rate is not None:
-                return "FAIL"
-            if k and clean_runs_needed(rate_lower(k + 1, t + 1), self.target) >= \
-                    clean_runs_needed(rate_lower(k, t), self.target) - 1:
-                # One more FAIL would save at most one clean run on the fixed row.
-                return "FAIL"
-            p = self.p_low()
-            if not k and p > 0 and miss(p, self.count("PASS")) <= self.target:
-                self.why = "not reproduced where the recorded rate says it would have been"
-                return "PASS"
-        if n >= self.cap:
-            self.why = f"no decision in {n} runs (the cap)"
-            return "UNDECIDED"
-        return None
-
-    def _fixed(self):
-        if self.count("SKIP") == len(self.outcomes):
-            return "SKIP"
-        if self.fails:
-            return "FAIL"
-        if self.count("OTHER"):
-            return "OTHER"
-        if self.count("PASS") == len(self.outcomes):
-            return "PASS"
-        return "BROKEN"

@@ -17,7 +17,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
-from krepro import reports  # noqa: E402
+from krepro.reports import console as reports  # noqa: E402
 
 BEFORE, AFTER = 5, 2
 

@@ -1,0 +1,1 @@
+"""krepro bisect: a bisection driven by krepro's rows."""

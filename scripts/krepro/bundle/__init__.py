@@ -1,0 +1,1 @@
+"""krepro bundle: one row as a directory and tarball that reproduce it."""

@@ -1,0 +1,1 @@
+"""Distribution kernels with their modules."""

@@ -1,0 +1,1 @@
+"""Guests as LAVA jobs: lava-run on this machine, or a lab."""

@@ -1,0 +1,115 @@
+"""A pasted log's lines made one console message each, before logtext.unwrap()
+reads them: what a paste put several messages on one line, one message on
+several lines, or lines no kernel printed among them.
+
+  - rsyslog's "#012" for each newline inside one record ("#011" a tab)
+  - a line whose newlines the paste lost: split before each timestamp
+  - journalctl -o verbose and crash's `log -d`: a record's fields, one a
+    line ("    MESSAGE=..."); the MESSAGE is the line, the others none
+  - markdown fences (```), pstore's "Oops#1 Part1" headers: no line; a
+    fence's ticks on a log's own line come off it
+  - a mail's quoted line its client wrapped at 72-80 columns: joined again
+Each line keeps its own number: a line split is its pieces, each numbered
+as it was (a report's line is where a user finds it in the paste).
+"""
+import re
+
+from . import console as reports
+
+# A line longer than this with a timestamp inside may hold several messages
+# (the console's merged pair is shorter and logtext.unwrap() reads its last).
+# Shorter lines pass at once, for speed: two short journal lines run
+# together are read as one.
+LONG = 160
+# Where a lost newline was: before a timestamp, or a syslog/journal prefix.
+_DAY = r"[A-Z][a-z]{2} [ 0-3]?[0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+LOST = re.compile(rf"(?<=.)(?=(?:<[0-7]>)?\[ *[0-9]+\.[0-9]{{6}}\]|{_DAY} [^ ]+ kernel: )")
+# A block of journalctl -o verbose: a report's window is ten times as many
+# lines (reports.TRACE_LINES messages at nine or so lines each).
+WIDE = ("\n    MESSAGE=", (reports.TRACE_LINES + 1) * 10)
+# journalctl -o verbose's fields, crash's `log -d` dictionary lines.
+FIELD = re.compile(r"^ +([A-Z_][A-Z0-9_]*)=(.*)$")
+# journalctl -o verbose's record heading: "Mon 2023-11-13 08:58:21.123456 UTC [s=...;i=...]".
+VERBOSE_HEAD = re.compile(r"^[A-Z][a-z]{2} [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:.]+ [^ ]+ \[s=[0-9a-f]+;")
+# Lines no kernel printed: pstore's part headers; after a markdown fence's
+# ticks, its language ("```text") or nothing.
+NOISE = re.compile(r"^(?:Oops|Panic|Emergency|Shutdown|Halt|Poweroff|Restart|Unknown)#[0-9]+ Part[0-9]+$")
+FENCE_TAG = re.compile(r"^[A-Za-z0-9_+.-]*\s*$")
+# A mail's quote, and what a quoted line must be for its client to have
+# wrapped it: a timestamped message as long as a wrapped line is (clients
+# wrap at 72 to 80 columns).
+QUOTE = re.compile(r"^(?:> ?)+")
+STAMPED = re.compile(r"(?:<[0-7]>)?\[ *[0-9]+\.[0-9]+\]")
+WRAP_MIN, WRAP_MAX = 72, 80
+# The first characters of a line pieces() may change, and of a quote.
+PLAIN_NOT = frozenset(" `~OPEHSRUMTWF>")
+
+
+def pieces(raw):
+    """The console lines one pasted line holds: usually itself alone."""
+    if "#01" in raw:
+        raw = raw.replace("#011", "\t")
+        if "#012" in raw:
+            return [p for r in raw.split("#012") for p in pieces(r)]
+    first = raw[:1]
+    if first in "`~" and raw.startswith(("```", "~~~", "`")):
+        # Markdown: a fence (its language named or not) is no line; code's
+        # ticks written on a log's first or last line come off it.
+        rest = raw.lstrip("`~")
+        if FENCE_TAG.match(rest):
+            return []
+        raw = rest.rstrip("`")
+        first = raw[:1]
+    if first == " " and "=" in raw:
+        m = FIELD.match(raw)
+        if m:
+            return [m.group(2)] if m.group(1) == "MESSAGE" else []
+    elif first in "OPEHSRUMTWF" and (NOISE.match(raw) or VERBOSE_HEAD.match(raw)):
+        return []
+    if len(raw) > LONG and LOST.search(raw):
+        # The space a paste put where a newline was is no part of a message.
+        most = reports.MAX_LINE
+        return [(p[:-1] if p.endswith(" ") else p)[:most] for p in LOST.split(raw)]
+    return [raw[:reports.MAX_LINE]]
+
+
+def lines(numbered):
+    """(number, line, hit) triples (logtext.marked_lines()) as the console
+    lines they hold, each a triple with its pasted line's number and hit. A
+    quoted line is held until the next says whether it goes on there."""
+    held = None    # [number, line, hit, the last piece's number and length]
+    plain_not, long = PLAIN_NOT, LONG
+    for t in numbered:
+        n, raw, hit = t
+        # Most lines are one console line: told at once, for a log's speed.
+        if held is None and raw[:1] not in plain_not and len(raw) <= long and "#01" not in raw:
+            yield t
+            continue
+        for line in pieces(raw):
+            if held is not None:
+                if _continues(held, n, line):
+                    body = line[QUOTE.match(line).end():]
+                    held[1:] = [held[1] + " " + body, held[2] or hit, n, len(line)]
+                    continue
+                yield tuple(held[:3])
+                held = None
+            if line.startswith(">"):
+                held = [n, line, hit, n, len(line)]
+            else:
+                yield n, line, hit
+    if held is not None:
+        yield tuple(held[:3])
+
+
+def _continues(held, n, line):
+    """Whether line goes on the quoted line held: the next pasted line,
+    quoted, no message of its own, after a timestamped line a mail client
+    would have wrapped."""
+    _, text, _, last_n, last_len = held
+    if n != last_n + 1 or not line.startswith(">") or last_len > WRAP_MAX:
+        return False
+    body = line[QUOTE.match(line).end():]
+    word = body.split(" ", 1)[0]
+    # The client wrapped the line where the next word would not fit.
+    return bool(word) and last_len + 1 + len(word) > WRAP_MIN and not STAMPED.match(body) \
+        and bool(STAMPED.match(text, QUOTE.match(text).end()))
