@@ -1,6 +1,6 @@
 """python3 -m krepro fixcheck: its options, --help, the checks made before
 anything is built, the dry run, and fixcheck.md / fixcheck.json
-(fixcheck.py does the work)."""
+(check.py does the work)."""
 import datetime
 import json
 import os
