@@ -4,6 +4,8 @@
 #
 # usage: gate.sh [--branch B] [--base B] [--repeat N] [--results DIR] [--repros "a b"] SERIES...
 #
+# Every option takes its value as --opt VALUE or --opt=VALUE.
+#
 #   SERIES          patch files (git format-patch mails), or directories whose
 #                   *.patch files are taken in name order; applied in the order given
 #   --branch B      stable branch of the flavours --base names: 6.1 | 6.12 (default
@@ -38,17 +40,19 @@ KERNELS=$TOP/scripts/kernels.sh
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; }
 
 base=patched repeat= miss= results= repros= items=()
+parse_opts "base: repeat: miss: results: repros: arch: branch:" "$@"
+set -- "${OPTS[@]}"
 while [ $# -gt 0 ]; do
 	case $1 in
-	--base) [ $# -ge 2 ] || die "--base needs a value"; base=$2; shift ;;
-	--repeat) [ $# -ge 2 ] || die "--repeat needs a value"; repeat=$2; shift ;;
-	--miss) [ $# -ge 2 ] || die "--miss needs a value"; miss=$2; shift ;;
-	--results) [ $# -ge 2 ] || die "--results needs a value"; results=$2; shift ;;
-	--repros) [ $# -ge 2 ] || die "--repros needs a value"; repros=$2; shift ;;
-	--arch) [ $# -ge 2 ] || die "--arch needs a value"; KREPRO_ARCH=$2; shift ;;
-	--branch) [ $# -ge 2 ] || die "--branch needs a value"; KREPRO_BRANCH=$2; shift ;;
-	-h | --help) usage; exit 0 ;;
-	-*) die "unknown option $1 (see --help)" ;;
+	--base) base=$2; shift ;;
+	--repeat) repeat=$2; shift ;;
+	--miss) miss=$2; shift ;;
+	--results) results=$2; shift ;;
+	--repros) repros=$2; shift ;;
+	--arch) KREPRO_ARCH=$2; shift ;;
+	--branch) KREPRO_BRANCH=$2; shift ;;
+	--help) usage; exit 0 ;;
+	--) shift; items+=("$@"); break ;;
 	*) items+=("$1") ;;
 	esac
 	shift
@@ -58,7 +62,7 @@ case " $KREPRO_BRANCHES " in *" $KREPRO_BRANCH "*) ;; *) die "--branch is one of
 KREPRO_TREE=$KREPRO_CACHE/linux-$KREPRO_BRANCH
 # kernels.sh and run-in-qemu.sh take the arch and branch from the environment.
 export KREPRO_ARCH KREPRO_BRANCH
-[ ${#items[@]} -gt 0 ] || { usage >&2; die "no SERIES given (patch files or directories)"; }
+[ ${#items[@]} -gt 0 ] || die "no SERIES given (patch files or directories; see --help)"
 [ -z "$repeat" ] || [[ $repeat =~ ^[1-9][0-9]*$ ]] || die "--repeat wants a positive number, not '$repeat'"
 if [ -n "$results" ] && [ -e "$results/run.json" ]; then
 	die "--results $results holds a past run (run.json): give a new directory"
@@ -82,9 +86,9 @@ if [ -z "$repros" ]; then repros=$("$TOP/run-in-qemu.sh" --list) || exit 128; fi
 # shellcheck disable=SC2206
 repro_list=($repros)
 [ ${#repro_list[@]} -gt 0 ] || die "--repros names no reproducer"
-# The run's own checks (names, --miss, --repeat), before the tree is unpacked
+# The run's own checks (names, --miss, --repeat, --results), before the tree is unpacked
 # or anything is built: the dry run reads files only.
-"$TOP/run-in-qemu.sh" --dry-run --kernel unpatched ${miss:+--miss "$miss"} ${repeat:+--repeat "$repeat"} \
+"$TOP/run-in-qemu.sh" --dry-run --kernel unpatched ${results:+--results "$results" --replace} ${miss:+--miss "$miss"} ${repeat:+--repeat "$repeat"} \
 	"${repro_list[@]}" >/dev/null || exit 128
 case $base in
 unpatched | patched) ;;

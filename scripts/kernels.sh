@@ -563,10 +563,7 @@ USAGE="usage: kernels.sh tree | series FLAVOUR | build [FLAVOUR...] | stale FLAV
 
 # Bad input before any work (no lock taken, nothing unpacked or built): one
 # line and 128, with the command that was meant where it is close.
-usage_error() {
-	printf 'krepro: error: %s\n%s\n' "$1" "$USAGE" >&2
-	exit 128
-}
+usage_error() { usage_die "$1 (usage: kernels.sh --help)"; }
 
 check_flavours() {
 	local f
@@ -594,9 +591,6 @@ build) check_flavours "$@"; cmd_build "$@" ;;
 check-patches) [ $# -eq 0 ] || usage_error "check-patches takes no argument"; cmd_check_patches ;;
 "") usage_error "a command is needed" ;;
 *)
-	near=
-	for c in tree series build stale stamp check-patches check-series build-series build-tree fetch-debian; do
-		case $c in "${cmd:0:3}"*) near=$c; break ;; esac
-	done
+	near=$(nearest "$cmd" tree series build stale stamp check-patches check-series build-series build-tree fetch-debian)
 	usage_error "unknown command '${cmd:0:40}'${near:+; did you mean $near?}" ;;
 esac

@@ -19,7 +19,7 @@ from .protocol import DEFAULT_MISS, INTERRUPTED, TIMEOUT_MARGIN, UNDECIDED, USAG
 DISK_ERRORS = (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO)
 from .run_checks import check_miss, check_report, check_repros
 from .untrusted import Refused, say
-from .usage import HELP
+from .usage import HELP, option_hint
 
 LIMITS = {"--max-runs": 1000, "--repeat": 1000, "--timeout": 86400, "--jobs": 64,
           "--gdb": 65535, "KREPRO_JOBS": 64}
@@ -28,16 +28,7 @@ PROG = "krepro"
 
 class Parser(argparse.ArgumentParser):
     def error(self, message):
-        hint = ""
-        if message.startswith("unrecognized arguments:"):
-            opts = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
-            for word in message.split(":", 1)[1].split():
-                word = word.split("=", 1)[0]
-                close = [s for s in opts if s.startswith(word)] if word.startswith("--") else []
-                close = close or difflib.get_close_matches(word, opts, n=1)
-                if close:
-                    hint = f"; did you mean {close[0]}? (options are never abbreviated)"
-                    break
+        hint = option_hint(self, message)
         print(f"{PROG}: error: {say(message)}{hint} (see run-in-qemu.sh --help)", file=sys.stderr)
         sys.exit(USAGE)
 
@@ -291,12 +282,29 @@ def settle(o, ks):
         qemu_extra=tuple(shlex.split(o.qemu_opts)), branch=o.branch, rate=o.rate)
 
 
+def unwritable(path):
+    """Why a run cannot write path, a directory it makes or fills (its
+    nearest existing ancestor not a writable directory), or None: said before
+    any work, not after a build."""
+    p = os.path.abspath(path)
+    while not os.path.lexists(p):
+        p = os.path.dirname(p)
+    if not os.path.isdir(p):
+        return f"{p} is not a directory"
+    if not os.access(p, os.W_OK | os.X_OK) or not os.access(p, os.R_OK):
+        return f"{p} is not a directory this user can write"
+    return None
+
+
 def check_results(o):
     if not o.results:
         return None
     run_json = os.path.join(o.results, "run.json")
     if os.path.exists(o.results) and not os.path.isdir(o.results):
         return f"--results {o.results}: not a directory"
+    place = unwritable(o.results)
+    if place:
+        return f"--results {o.results}: {place}"
     if os.path.exists(run_json) and not o.replace:
         return (f"--results {o.results} holds a past run (run.json): give a new directory, "
                 "or add --replace to overwrite it")
