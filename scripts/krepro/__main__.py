@@ -22,7 +22,7 @@ import os  # noqa: E402
 
 from . import gate as gatemod, render  # noqa: E402
 from .protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE  # noqa: E402
-from .untrusted import Refused, say  # noqa: E402
+from .untrusted import Refused, say, unwritable  # noqa: E402
 from .usage import Parser  # noqa: E402
 
 SUBCOMMANDS = ("run", "report", "gate", "classify", "bisect", "bundle", "matrix")
@@ -143,6 +143,10 @@ def bundle(argv):
         return fail("bundle", f"--branch is one of: {' '.join(branches.BRANCHES)}, not '{o.branch[:40]}'")
     if o.timeout is not None and not 1 <= o.timeout <= 86400:
         return fail("bundle", f"--timeout wants a whole number from 1 to 86400, not '{o.timeout}'")
+    if os.path.exists(o.out) and not os.path.isdir(o.out):
+        return fail("bundle", f"--out {o.out}: not a directory")
+    if unwritable(o.out):
+        return fail("bundle", f"--out {o.out}: {unwritable(o.out)}")
     try:
         d, tarball = bundlemod.make(o.repro, o.kernel, o.arch, o.out, o.timeout, o.branch)
     except (kernels.UsageError, bundlemod.BundleError, metamod.MetaError) as e:

@@ -18,7 +18,7 @@ from .protocol import DEFAULT_MISS, INTERRUPTED, TIMEOUT_MARGIN, UNDECIDED, USAG
 # A disk that fills up or turns read-only under a run (results or cache).
 DISK_ERRORS = (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO)
 from .run_checks import check_miss, check_report, check_repros
-from .untrusted import Refused, say
+from .untrusted import Refused, no_build, say, unwritable
 from .usage import HELP, option_hint
 
 LIMITS = {"--max-runs": 1000, "--repeat": 1000, "--timeout": 86400, "--jobs": 64,
@@ -210,6 +210,7 @@ def check_env(o):
     try:
         guest.after_report()
         cache()
+        no_build()
     except Refused as e:
         return str(e)
     initrd = os.environ.get("KREPRO_INITRD")
@@ -280,20 +281,6 @@ def settle(o, ks):
         initrd=os.environ.get("KREPRO_INITRD"), expect=o.expect, any_report=o.any_report,
         record_rates=o.record_rates, keep=keep, gdb=o.gdb, append=o.append,
         qemu_extra=tuple(shlex.split(o.qemu_opts)), branch=o.branch, rate=o.rate)
-
-
-def unwritable(path):
-    """Why a run cannot write path, a directory it makes or fills (its
-    nearest existing ancestor not a writable directory), or None: said before
-    any work, not after a build."""
-    p = os.path.abspath(path)
-    while not os.path.lexists(p):
-        p = os.path.dirname(p)
-    if not os.path.isdir(p):
-        return f"{p} is not a directory"
-    if not os.access(p, os.W_OK | os.X_OK) or not os.access(p, os.R_OK):
-        return f"{p} is not a directory this user can write"
-    return None
 
 
 def check_results(o):
@@ -372,7 +359,7 @@ def main(argv):
 def run(config):
     """Build the reproducers, then the run; with --record-rates, its rates."""
     try:
-        if not os.environ.get("KREPRO_NO_BUILD"):
+        if not no_build():
             metamod.ensure_built()
         metas = metamod.load_all()
     except metamod.MetaError as e:

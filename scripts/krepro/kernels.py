@@ -9,6 +9,7 @@ from . import arches, branches, distro, evidence
 from .guest import log
 from .paths import SCRIPTS, cache, kernels as kernels_dir
 from .usage import UsageError  # noqa: F401  (callers catch kernels.UsageError)
+from .untrusted import no_build
 
 FLAVOURS = ("unpatched", "patched")
 
@@ -96,9 +97,9 @@ class Kernel:
         """Build what is missing (flavours, trees); the image path."""
         if self.flavour:
             self.image = flavour_image(self.arch, self.flavour, self.run_branch)
-            if os.environ.get("KREPRO_NO_BUILD"):
+            if no_build():
                 if not os.path.isfile(self.image):
-                    raise Undecidable(f"KREPRO_NO_BUILD is set and there is no {self.image}")
+                    raise Undecidable(f"KREPRO_NO_BUILD=1 and there is no {self.image}")
             elif not os.path.isfile(self.image) or \
                     kernels_sh(self.arch, "stale", self.flavour, branch=self.run_branch).stdout.strip():
                 log(f"the {self.run_branch} {self.flavour} kernel is missing or stale: building it first")

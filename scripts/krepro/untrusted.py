@@ -149,3 +149,32 @@ def fresh_dir(d, names):
 
 def read_text(path, limit, truncate=False):
     return read_bytes(path, limit, truncate).decode("utf-8", errors="replace")
+
+
+def env_flag(name):
+    """An on/off variable, one rule for every command: unset, empty or 0 is
+    off, 1 is on, anything else Refused (a "no" or "false" read as on would
+    do the opposite of what was meant). Read where it is used."""
+    v = os.environ.get(name, "")
+    if v not in ("", "0", "1"):
+        raise Refused(f"{name} is 1 (on) or 0, empty or unset (off), not '{cut(v)}'")
+    return v == "1"
+
+
+def no_build():
+    """KREPRO_NO_BUILD=1: use what is built, build nothing."""
+    return env_flag("KREPRO_NO_BUILD")
+
+
+def unwritable(path):
+    """Why a run cannot write path, a directory it makes or fills (its
+    nearest existing ancestor not a writable directory), or None: said before
+    any work, not after a build."""
+    p = os.path.abspath(path)
+    while not os.path.lexists(p):
+        p = os.path.dirname(p)
+    if not os.path.isdir(p):
+        return f"{p} is not a directory"
+    if not os.access(p, os.W_OK | os.X_OK) or not os.access(p, os.R_OK):
+        return f"{p} is not a directory this user can write"
+    return None
