@@ -178,3 +178,19 @@ def unwritable(path):
     if not os.access(p, os.W_OK | os.X_OK) or not os.access(p, os.R_OK):
         return f"{p} is not a directory this user can write"
     return None
+
+
+def check_path_input(path, limit):
+    """A path argument that names a file or a directory (a --kernel, a
+    --vmlinux): Refused when it is neither (a FIFO would hang the read, a
+    device read without end) or a file larger than limit."""
+    if "\0" in path:
+        raise Refused(f"{cut(repr(path))}: not a path (a NUL in it)")
+    st = os.stat(path)
+    if stat.S_ISDIR(st.st_mode):
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise Refused(f"{cut(path)}: is {kind(st.st_mode)}, not a regular file or a directory")
+    if st.st_size > limit:
+        raise Refused(f"{cut(path)}: {st.st_size} bytes, more than the {limit >> 20} MiB "
+                      "krepro reads of it")
