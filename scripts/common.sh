@@ -101,7 +101,9 @@ parse_opts() {
 					shift
 				else
 					usage_die "--$name needs a value"
-				fi ;;
+				fi
+				# An empty value would pass for the option not given.
+				[ -n "${OPTS[-1]}" ] || usage_die "--$name wants a value, not an empty one" ;;
 			*" $name "*)
 				[[ $a == *=* ]] && usage_die "--$name takes no value, not '${a#*=}'"
 				OPTS+=("--$name") ;;

@@ -68,17 +68,30 @@ if [ -n "$results" ] && [ -e "$results/run.json" ]; then
 	die "--results $results holds a past run (run.json): give a new directory"
 fi
 
+# A series is input from someone else: a directory's *.patch entries are
+# each a regular file of its own (a link, a FIFO or a device is refused, not
+# skipped or read), every patch holds a diff and is of a patch's size.
 patches=()
 for it in "${items[@]}"; do
 	if [ -d "$it" ]; then
-		mapfile -t found < <(find "$it" -maxdepth 1 -name '*.patch' -type f | LC_ALL=C sort)
+		mapfile -t found < <(find "$it" -maxdepth 1 -name '*.patch' | LC_ALL=C sort)
 		[ ${#found[@]} -gt 0 ] || die "SERIES directory $it holds no *.patch files"
+		for p in "${found[@]}"; do
+			[ -f "$p" ] && [ ! -L "$p" ] ||
+				die "SERIES $p: not a regular file (a link, a FIFO or a device is not read)"
+		done
 		patches+=("${found[@]}")
 	elif [ -f "$it" ]; then
 		patches+=("$it")
+	elif [ -e "$it" ]; then
+		die "SERIES $it: not a regular file or a directory"
 	else
 		die "SERIES: no such patch file or directory: $it"
 	fi
+done
+for p in "${patches[@]}"; do
+	[ "$(stat -L -c %s -- "$p")" -le $((64 << 20)) ] || die "SERIES $p: more than 64 MiB, not a patch"
+	grep -qm1 -e '^diff ' -e '^--- ' -- "$p" || die "SERIES $p: no diff in it (a patch, git format-patch's mail)"
 done
 for i in "${!patches[@]}"; do patches[i]=$(realpath "${patches[$i]}"); done
 

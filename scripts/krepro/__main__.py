@@ -134,15 +134,14 @@ def bundle(argv):
     p.add_argument("--arch", default=os.environ.get("KREPRO_ARCH") or "x86_64")
     p.add_argument("--branch", default=os.environ.get("KREPRO_BRANCH") or None)
     p.add_argument("--out", default=".")
-    p.add_argument("--timeout", type=int)
+    from .cli import bounded
+    p.add_argument("--timeout", type=bounded("--timeout"))
     o = p.parse_args(argv)
     from . import arches, branches, bundle as bundlemod, kernels, meta as metamod
     if o.arch not in arches.ARCHES:
         return fail("bundle", f"--arch is one of: {' '.join(arches.ARCHES)}, not '{o.arch}'")
     if o.branch is not None and o.branch not in branches.BRANCHES:
         return fail("bundle", f"--branch is one of: {' '.join(branches.BRANCHES)}, not '{o.branch[:40]}'")
-    if o.timeout is not None and not 1 <= o.timeout <= 86400:
-        return fail("bundle", f"--timeout wants a whole number from 1 to 86400, not '{o.timeout}'")
     if os.path.exists(o.out) and not os.path.isdir(o.out):
         return fail("bundle", f"--out {o.out}: not a directory")
     if unwritable(o.out):

@@ -19,7 +19,7 @@ from .protocol import DEFAULT_MISS, INTERRUPTED, TIMEOUT_MARGIN, UNDECIDED, USAG
 DISK_ERRORS = (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO)
 from .run_checks import check_miss, check_report, check_repros
 from .untrusted import Refused, no_build, say, unwritable
-from .usage import HELP, option_hint
+from .usage import HELP, empty_value, option_hint
 
 LIMITS = {"--max-runs": 1000, "--repeat": 1000, "--timeout": 86400, "--jobs": 64,
           "--gdb": 65535, "KREPRO_JOBS": 64}
@@ -27,6 +27,11 @@ PROG = "krepro"
 
 
 class Parser(argparse.ArgumentParser):
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        empty_value(self, args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message):
         hint = option_hint(self, message)
         print(f"{PROG}: error: {say(message)}{hint} (see run-in-qemu.sh --help)", file=sys.stderr)

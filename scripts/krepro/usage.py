@@ -141,6 +141,18 @@ def option_hint(parser, message):
     return ""
 
 
+def empty_value(parser, args):
+    """An option given an empty value (--results= or --out ""), refused: it
+    would pass for the option not given, and its default be used."""
+    takes = {s for a in parser._actions if a.nargs != 0 for s in a.option_strings}
+    for i, a in enumerate(args):
+        if a == "--":
+            return
+        name, eq, value = a.partition("=")
+        if name in takes and ((eq and not value) or (not eq and i + 1 < len(args) and args[i + 1] == "")):
+            parser.error(f"{name} wants a value, not an empty one")
+
+
 def unknown_first(parser, args):
     """An unknown --option before "--", as the error argparse would give
     after its other checks: a typo is named (with the option meant) rather
@@ -161,6 +173,7 @@ class Parser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         args = sys.argv[1:] if args is None else list(args)
         unknown_first(self, args)
+        empty_value(self, args)
         return super().parse_known_args(args, namespace)
 
     def error(self, message):
