@@ -166,6 +166,12 @@ def matrix(argv):
     p.add_argument("--out")
     o = p.parse_args(argv)
     from . import matrix as matrixmod
+    if o.out and os.path.lexists(o.out):
+        # Checked before the runs are read: a device is never renamed over.
+        from .untrusted import replaceable
+        replaceable(o.out)
+    if o.out and unwritable(o.out):
+        return fail("matrix", f"--out {o.out}: {unwritable(o.out)}")
     return matrixmod.main(o.dirs, o.out)
 
 

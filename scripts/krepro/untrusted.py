@@ -119,6 +119,7 @@ def create(path):
     was there (a link out of a run directory handed over, a FIFO) removed
     first, never followed (O_EXCL, O_NOFOLLOW). OSError as open() raises it."""
     if os.path.lexists(path):
+        replaceable(path)
         os.unlink(path)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     return os.fdopen(fd, "w")
@@ -127,9 +128,21 @@ def create(path):
 def write_whole(path, text):
     """path written whole: a new temporary file renamed over it (which
     replaces a link at path, not what it points to)."""
+    if os.path.lexists(path):
+        replaceable(path)
     with create(path + ".tmp") as f:
         f.write(text)
     os.replace(path + ".tmp", path)
+
+
+def replaceable(path):
+    """Refused unless what is at path is a regular file or a link (a link is
+    replaced, never followed): an output given as /dev/null, a FIFO or a
+    directory is not renamed over or unlinked (as root, that would replace
+    the device)."""
+    mode = os.lstat(path).st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise Refused(f"{cut(path)}: is {kind(mode)}, not a regular file: not written")
 
 
 def fresh_dir(d, names):
