@@ -20,10 +20,12 @@ usage: tests/walk_invocations.py [--every N] [WORD]
              takes about ten minutes on 2 busy cores)
   WORD       only the invocations whose name holds WORD
 """
+import io
 import os
 import stat
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
@@ -65,12 +67,56 @@ def prepare(scratch):
         if os.geteuid() == 0:
             subst[name] = os.path.join(s, f"dev-{name}")
             os.mknod(subst[name], 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+    make_debs(s)
     home = os.path.join(scratch, "home")
     os.makedirs(home)
     # Nothing the Python side would build is built: a case accepted by
     # mistake ends at "not built", not in a kernel build.
     env = dict(env, HOME=home, XDG_CACHE_HOME=os.path.join(home, ".cache"), KREPRO_NO_BUILD="1")
     return top, cache, marks, env, subst
+
+
+def make_debs(s):
+    """Packages someone may hand over, each with a hostile data member: a
+    link or a name out of the package, a FIFO; and an unpacked package whose
+    image is a link out. Made as dpkg-deb makes a package, its data replaced."""
+    def reg(name, data=b"x"):
+        m = tarfile.TarInfo(name)
+        m.size = len(data)
+        return m, data
+
+    def special(name, kind, to=""):
+        m = tarfile.TarInfo(name)
+        m.type, m.linkname, m.mode = kind, to, 0o755
+        return m, None
+    debs = {"abs-link": [special("./boot", tarfile.DIRTYPE), special("./boot/vmlinuz-1", tarfile.SYMTYPE,
+                                                                      "/boot/vmlinuz")],
+            "up-link": [special("./lib", tarfile.DIRTYPE), special("./lib/modules", tarfile.SYMTYPE, "../..")],
+            "dotdot": [reg("./../../escape")], "abs-name": [reg("/etc/krepro-walk")],
+            "fifo-member": [special("./boot", tarfile.DIRTYPE), special("./boot/f", tarfile.FIFOTYPE)],
+            "hard-link-out": [special("./boot", tarfile.DIRTYPE), special("./x", tarfile.LNKTYPE, "../etc/passwd")]}
+    for name, members in debs.items():
+        d = os.path.join(s, "debs", name)
+        os.makedirs(os.path.join(d, "DEBIAN"))
+        with open(os.path.join(d, "DEBIAN", "control"), "w") as f:
+            f.write("Package: x\nVersion: 1\nArchitecture: amd64\nMaintainer: x <x@x>\nDescription: x\n")
+        subprocess.run(["dpkg-deb", "-Zxz", "--build", d, d + ".deb"], check=True, capture_output=True)
+        parts = d + ".parts"
+        os.makedirs(parts)
+        subprocess.run(["ar", "x", d + ".deb"], cwd=parts, check=True)
+        for f in os.listdir(parts):
+            if f.startswith("data.tar"):
+                os.unlink(os.path.join(parts, f))
+        with tarfile.open(os.path.join(parts, "data.tar.xz"), "w:xz") as t:
+            for m, data in members:
+                t.addfile(m, io.BytesIO(data) if data is not None else None)
+        os.unlink(d + ".deb")
+        subprocess.run(["ar", "rc", d + ".deb", "debian-binary", "control.tar.xz", "data.tar.xz"], cwd=parts,
+                       check=True)
+    out = os.path.join(s, "debs", "unpacked-link-out")
+    os.makedirs(os.path.join(out, "boot"))
+    os.makedirs(os.path.join(out, "lib", "modules", "1"))
+    os.symlink(os.path.join(s, "a", "bzImage"), os.path.join(out, "boot", "vmlinuz-1"))
 
 
 def snapshot(root, skip):

@@ -199,6 +199,20 @@ def series():
             ("gate.sh SERIES after --", ["{gate}", "--repros", X, "--", "--help"], U, None)]
 
 
+def packages():
+    """A .deb or an unpacked package handed over, in every slot that takes one."""
+    slots = {"run --kernel": lambda v: ["{run}", "--dry-run", "--kernel", v, X],
+             "run --vmlinux": lambda v: ["{run}", "--dry-run", "--kernel", "{s}/a/bzImage", "--vmlinux", v, X],
+             "bundle --kernel": lambda v: ["{py}", "-m", "krepro", "bundle", X, "--kernel", v, "--out",
+                                           "{s}/../out"]}
+    debs = ["abs-link", "up-link", "dotdot", "abs-name", "fifo-member", "hard-link-out"]
+    out = [(f"{slot} {deb}.deb", argv("{s}/debs/" + deb + ".deb"), U, None)
+           for (slot, argv), deb in itertools.product(slots.items(), debs)]
+    out.append(("run --kernel an unpacked package with a link out",
+                ["{run}", "--dry-run", "--kernel", "{s}/debs/unpacked-link-out", X], U, None))
+    return out
+
+
 BAD_ENV = {"KREPRO_NO_BUILD": ["yes", "2", "true", " 1"], "KREPRO_JOBS": ["0", "abc", "65"],
            "KREPRO_AFTER_REPORT": ["abc", "-1", "99999"], "KREPRO_ARCH": ["sparc", "x86_64 "],
            "KREPRO_BRANCH": ["9.9", "6.1\n"], "KREPRO_CACHE": ["relative/dir"]}
@@ -238,4 +252,4 @@ def make():
 
 
 def table(subst):
-    return typos() + opt_equals() + digits() + names() + files() + series() + env_vars() + make()
+    return typos() + opt_equals() + digits() + names() + files() + series() + packages() + env_vars() + make()
