@@ -169,7 +169,10 @@ def matrix(argv):
     if o.out and os.path.lexists(o.out):
         # Checked before the runs are read: a device is never renamed over.
         from .untrusted import replaceable
-        replaceable(o.out)
+        try:
+            replaceable(o.out)
+        except OSError as e:
+            return fail("matrix", f"--out {o.out}: {e.strerror}")
     if o.out and unwritable(o.out):
         return fail("matrix", f"--out {o.out}: {unwritable(o.out)}")
     return matrixmod.main(o.dirs, o.out)

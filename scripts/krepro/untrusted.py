@@ -2,6 +2,7 @@
 argument, a variable. A path it names stays inside its directory, only a
 regular file is read, and only so much of it; what it says is escaped before
 it is written anywhere (docs/design-notes.md, "Input from someone else")."""
+import errno
 import os
 import re
 import shutil
@@ -136,13 +137,14 @@ def write_whole(path, text):
 
 
 def replaceable(path):
-    """Refused unless what is at path is a regular file or a link (a link is
+    """OSError unless what is at path is a regular file or a link (a link is
     replaced, never followed): an output given as /dev/null, a FIFO or a
     directory is not renamed over or unlinked (as root, that would replace
-    the device)."""
+    the device). An OSError, as a write that fails is: every writer says it."""
     mode = os.lstat(path).st_mode
     if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-        raise Refused(f"{cut(path)}: is {kind(mode)}, not a regular file: not written")
+        raise OSError(errno.EISDIR if stat.S_ISDIR(mode) else errno.EEXIST,
+                      f"{kind(mode)} is there, not a regular file", path)
 
 
 def fresh_dir(d, names):
