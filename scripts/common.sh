@@ -232,4 +232,10 @@ kernel_image() {
 	echo "$KREPRO_KERNELS/$(basename "$(arch_field image)")-$KREPRO_BRANCH-$KREPRO_ARCH-$1"
 }
 
-mkdir -p "$KREPRO_CACHE"
+# The cache is used from here on (the scripts and make change directory):
+# an absolute path this user can make and write, or one line and 128.
+case $KREPRO_CACHE in /*) ;; *) usage_die "KREPRO_CACHE=$KREPRO_CACHE: not an absolute path" ;; esac
+[ ! -e "$KREPRO_CACHE" ] || [ -d "$KREPRO_CACHE" ] ||
+	usage_die "KREPRO_CACHE=$KREPRO_CACHE: not a directory (krepro keeps its kernels, disks and locks there)"
+mkdir -p "$KREPRO_CACHE" 2>/dev/null && [ -w "$KREPRO_CACHE" ] ||
+	usage_die "KREPRO_CACHE=$KREPRO_CACHE: cannot make or write it"

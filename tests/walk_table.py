@@ -176,7 +176,9 @@ FINE = {("run --results", "an empty dir"), ("run --results", "a missing path"),
         ("run --classify", "a junk .deb"), ("run --classify", "a 5 GiB .deb"),
         ("run --tree", "an empty dir")}
 # Fine, and then the gate's work begins (the tree unpacked): not walked.
-WORK = {("gate.sh --results", "an empty dir"), ("gate.sh --results", "a missing path")}
+# matrix --out a file: written where told, rightly.
+WORK = {("gate.sh --results", "an empty dir"), ("gate.sh --results", "a missing path"),
+        ("matrix --out", "a file"), ("matrix --out", "a 5 GiB file")}
 
 
 def files():
