@@ -7,7 +7,11 @@
 #   make guest-arm   cross-build the ARM reproducers and the armhf guest initramfs
 #   make check-patches
 #   make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH]
-#                    run every reproducer on BASE and BASE+SERIES; name what changed
+#                    run every reproducer on BASE and BASE+SERIES; name what changed,
+#                    and the patch of each flipped row (NO_BISECT=1: not that)
+#   make fixcheck REPRO=R [TREE=DIR] [FIX=PATCH]
+#                    does the tree (default: the branch's unpatched flavour) have R's
+#                    bug, does the fix apply, and does R PASS with it
 #   make report DIR=results/<run>   re-render a past run's reports, boots nothing
 #   make bisect TREE=DIR GOOD=G BAD=B REPRO=R
 #                    find the commit of TREE that brought REPRO's bug in, and how sure
@@ -17,6 +21,14 @@
 #   make calibrate   measure the reproducers' FAIL rates on unpatched (CALIBRATE_RUNS
 #                    guests each) and record them in repro/<id>/fail-rate.json, the
 #                    runs in repro/<id>/records/<date>-calibration.json
+#   make deps        install the Debian packages the host needs (make lava-deps: LAVA's)
+#   make unit        the unit tests (ctest), no kernel built, no guest booted
+#   make distro-check  every reproducer on Debian's own kernel, PASS or SKIP
+#   make lava-check  one row per arch directly and as a LAVA job: the outcomes agree
+#                    (lava-compare: every row; lava-lab, lava-lab-check, lava-lab-stop:
+#                    krepro's own LAVA lab)
+#   make clean       remove the build directory; make clean-bisect: the scratch
+#                    clones of bisect and the gate
 #
 # Variables: BRANCH (stable branches, scripts/branches.tsv: "6.12", or "6.1 6.12";
 # default every branch for kernels, check-patches, repro-all, calibrate and
@@ -62,7 +74,7 @@ CMAKE_STAMP := $(BUILD)/CMakeCache.txt
 ARM_BUILD := $(BUILD)/arm
 ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
 
-.PHONY: all check-args deps lava-deps lava-check lava-compare lava-lab lava-lab-stop lava-lab-check distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bisect bundle clean
+.PHONY: all check-args deps lava-deps lava-check lava-compare lava-lab lava-lab-stop lava-lab-check distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bisect fixcheck bundle clean clean-bisect
 
 all: build
 
@@ -218,7 +230,7 @@ BASE ?= patched
 gate:
 	@test -n "$$SERIES" || { echo "usage: make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH] [REPEAT=N] [MISS=P] [REPROS=...]" >&2; exit 2; }
 	@scripts/gate.sh $(ONE_BRANCH) --base "$$BASE" --repros "$(if $(filter arm,$(KREPRO_ARCH)),$(ARM_REPROS),$(X86_REPROS))" $(if $(MISS),--miss $(MISS)) \
-		$(if $(REPEAT),--repeat $(REPEAT)) $$SERIES
+		$(if $(REPEAT),--repeat $(REPEAT)) $(if $(NO_BISECT),--no-bisect) $$SERIES
 
 report:
 	@test -n "$$DIR" || { echo "usage: make report DIR=results/<run>" >&2; exit 2; }
@@ -230,6 +242,11 @@ bisect:
 	@test -n "$$TREE" -a -n "$$GOOD" -a -n "$$BAD" -a -n "$$REPRO" || { echo "usage: make bisect TREE=DIR GOOD=G BAD=B REPRO=R [RATE=measure|recorded] [MISS=P] [MAX_RUNS=N]" >&2; exit 2; }
 	@PYTHONPATH=scripts python3 -m krepro bisect $(ONE_BRANCH) --tree "$$TREE" --good "$$GOOD" --bad "$$BAD" \
 		$(if $(RATE),--rate $(RATE)) $(if $(MISS),--miss $(MISS)) --max-runs $(MAX_RUNS) $(REPRO)
+# Does the fix hold here (python3 -m krepro fixcheck --help).
+fixcheck:
+	@test -n "$$REPRO" || { echo "usage: make fixcheck REPRO=R [TREE=DIR] [FIX=PATCH] [BRANCH=B] [MISS=P]" >&2; exit 2; }
+	@PYTHONPATH=scripts python3 -m krepro fixcheck $(ONE_BRANCH) $(if $(TREE),--tree "$$TREE") $(if $(FIX),--fix "$$FIX") \
+		$(if $(MISS),--miss $(MISS)) --max-runs $(MAX_RUNS) "$$REPRO"
 # krepro bundle builds what the row needs itself (python3 -m krepro bundle --help);
 # KREPRO_ARCH=arm for the ARM guest's.
 BUNDLES ?= bundles
@@ -240,6 +257,11 @@ bundle:
 clean:
 	rm -rf $(BUILD)
 
+# The scratch clones krepro bisect and the gate build in (a kernel tree and
+# its objects each, a few GiB); the flavours' kernels and ccache stay.
+clean-bisect:
+	@scripts/kernels.sh clean-bisect
+
 # What a user gives gate, report, bisect and bundle (paths, commits, names),
 # their defaults above included, reaches their recipes through the
 # environment, never pasted into the shell's text: a quote or a $ in it is
@@ -247,9 +269,10 @@ clean:
 gate: export SERIES := $(SERIES)
 gate: export BASE := $(BASE)
 report: export DIR := $(DIR)
-bisect: export TREE := $(TREE)
+bisect fixcheck: export TREE := $(TREE)
+fixcheck: export FIX := $(FIX)
 bisect: export GOOD := $(GOOD)
 bisect: export BAD := $(BAD)
-bisect bundle: export REPRO := $(REPRO)
+bisect bundle fixcheck: export REPRO := $(REPRO)
 bundle: export KERNEL := $(KERNEL)
 bundle: export BUNDLES := $(BUNDLES)

@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/bisect-history.sh DIR: a 21-commit linear history on top of the
-# pristine 6.1 tree, for proving `krepro bisect` on a real kernel. Four bugs sit
+# pristine tree of KREPRO_BRANCH (default 6.1; its own patches of each bug), for proving `krepro bisect` on a real kernel. Four bugs sit
 # at known positions among context patches, other bugs and their fixes, and
 # commits that change nothing the reproducers touch:
 #
@@ -26,8 +26,12 @@ export GIT_AUTHOR_NAME="krepro history" GIT_AUTHOR_EMAIL=krepro@localhost
 export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EMAIL"
 export GIT_AUTHOR_DATE="2026-12-06T00:00:00Z" GIT_COMMITTER_DATE="2026-12-06T00:00:00Z"
 K=$KREPRO_TOP/kernel-patches
+sub=$(branch_field patches)
+[ "$sub" = - ] && sub= || sub=$sub/
 
-am() { git am -q --committer-date-is-author-date "$K"/$1; }
+# am ID/PATTERN: the branch's patches of bug ID that match PATTERN.
+# shellcheck disable=SC2086 # PATTERN is a glob
+am() { git am -q --committer-date-is-author-date "$K/${1%%/*}/$sub"${1#*/}; }
 # A commit that the reproducers cannot see: FILE gets LINE appended.
 filler() {
 	printf '%s\n' "$2" >>"$1"
@@ -39,7 +43,7 @@ am 'tcmu-uio-rmdir/context-*.patch'                                   #  2
 am 'nvme-rdma-timeout/context-*.patch'                                #  3
 am 'nvme-tcp-timeout/context-*.patch'                                 #  4
 am 'bpf-percpu-reuse/bug-*.patch'                                     #  5
-filler Documentation/filesystems/xfs-delayed-logging-design.rst '' \
+filler "$(git ls-files 'Documentation/filesystems/*xfs-delayed-logging-design.rst')" '' \
 	'Documentation: end the delayed logging design with a blank line'  #  6
 am 'arm-kprobe-fortify/bug-*.patch'                                   #  7 arch/arm only
 am 'nvme-rdma-timeout/bug-*.patch'                                    #  8

@@ -48,7 +48,8 @@ def figures(runs):
              .total_seconds() / 60 for d in sorted(runs, key=lambda d: d["started"])]
     return {"cold build": f"{first:,.0f} s",
             "step builds": f"{rest[0]}-{rest[-1]} s, median {statistics.median(rest):.1f} s over {len(rest)} steps",
-            "wall": ", ".join(f"{w:.1f}" for w in walls[:-1]) + f" and {walls[-1]:.1f} min"}
+            "wall": (", ".join(f"{w:.1f}" for w in walls[:-1]) + " and " if walls[:-1] else "")
+            + f"{walls[-1]:.1f} min"}
 
 
 def main(results, history, out, commit):

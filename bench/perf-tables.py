@@ -8,7 +8,7 @@ A table sits between the lines BEGIN % name and END % name; tests/test_docs.py
 runs --check, so a figure in such a table cannot drift from its record.
 Tables:
   matrix  every matrix run of every record of kind "matrix"
-          (bench/matrix-record.py): wall time, guests, guest seconds, boot to
+          (bench/matrix-record.py) that no later record supersedes: wall time, guests, guest seconds, boot to
           init over the run's guests, rows as expected.
 """
 import glob
@@ -27,7 +27,9 @@ def records(kind):
     for path in sorted(glob.glob(os.path.join(TOP, "bench", "records", "*.json"))):
         with open(path) as f:
             rec = json.load(f)
-        if rec.get("kind") == kind:
+        # A superseded record is history: its figures stay in the record,
+        # the table shows today's.
+        if rec.get("kind") == kind and not rec.get("superseded_by"):
             out.append((os.path.basename(path), rec))
     return out
 

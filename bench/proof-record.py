@@ -7,7 +7,9 @@ usage: bench/proof-record.py RUN_DIR NAME [--conditions TEXT]
 
 NAME names the campaign (e.g. 2026-12-06-loaded-host); the file is
 repro/<id>/records/NAME.json. Per run: kernel, build, outcome, seconds, the
-signature or evidence that decided it, the report title, whether the boot
+signature or evidence that decided it (the evidence line whole, the declared
+signature that matched, the cases a FAIL would hide that were BROKEN), the
+report title, whether the boot
 failed before the test (infra), accelerator, date. Conditions say what was
 special about the host (e.g. "two CPU hogs beside the guest"). Prints the
 tally per reproducer and kernel, and rewrites those reproducers' README
@@ -31,11 +33,25 @@ from krepro import branches, records  # noqa: E402
 from krepro.usage import Parser  # noqa: E402
 
 
+# The evidence line is kept whole; a run.json is untrusted input, so bounded
+# (far above what the runner writes: reports.EVIDENCE_CHARS and its notes).
+EVIDENCE_CHARS = 64 << 10
+
+
+def text(v, limit=EVIDENCE_CHARS):
+    """A string field of an untrusted run.json: a string, bounded, or None."""
+    return v[:limit] if isinstance(v, str) else None
+
+
 def compact(run, kernels, accel, date):
     k = kernels.get(run["kernel"], {})
+    broken = run.get("broken_cases")
     return {"kernel": run["kernel"], "build": (k.get("build") or "")[:12] or None,
             "outcome": run["outcome"], "seconds": run.get("seconds"),
-            "signature": run.get("signature"), "evidence": (run.get("evidence") or "")[:300],
+            "signature": run.get("signature"), "evidence": text(run.get("evidence")) or "",
+            "matched_signature": text(run.get("matched_signature"), 1024),
+            "broken_cases": [text(b) for b in broken[:16] if isinstance(b, str)]
+            if isinstance(broken, list) else [],
             "report_title": run.get("report_title"), "infra": bool(run.get("infra")),
             "stopped_early": bool(run.get("stopped_early")), "report_seen": run.get("report_seen"),
             "answer_complete": run.get("answer_complete"),

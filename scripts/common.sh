@@ -28,6 +28,12 @@ KREPRO_KERNELS=${KREPRO_KERNELS:-$KREPRO_CACHE/kernels}
 KREPRO_FLAVOURS="unpatched patched"
 export CCACHE_DIR=${CCACHE_DIR:-$KREPRO_CACHE/ccache}
 
+# A kernel tree's VERSION.PATCHLEVEL from its top Makefile ("tree" if none).
+tree_version() {
+	awk -F' *= *' '$1 == "VERSION" { v = $2 } $1 == "PATCHLEVEL" { p = $2 }
+		NR == 20 { exit } END { print (v != "" && p != "") ? v "." p : "tree" }' "$1/Makefile" 2>/dev/null || echo tree
+}
+
 # A message that may echo input, as one safe line: control characters (a
 # newline, an escape) shown as '?', a word over 200 characters cut.
 say() {

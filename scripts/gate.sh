@@ -2,7 +2,8 @@
 # The stable-candidate gate: build BASE and BASE+SERIES, run every reproducer on
 # both, and name what changed.
 #
-# usage: gate.sh [--branch B] [--base B] [--repeat N] [--results DIR] [--repros "a b"] SERIES...
+# usage: gate.sh [--branch B] [--base B] [--repeat N] [--results DIR] [--repros "a b"]
+#                [--no-bisect] [--dry-run] SERIES...
 #
 # Every option takes its value as --opt VALUE or --opt=VALUE.
 #
@@ -20,17 +21,30 @@
 #                   the kernels are built and booted for it
 #   --repros "a b"  reproducers to run (default: all of --arch's, run-in-qemu.sh --list)
 #   --results DIR   run directory (default results/gate-<time>)
+#   --no-bisect     name no culprit patch: compare the two kernels and stop
+#   --dry-run       check the options and that the series applies, say what
+#                   would be built, run and bisected; build and boot nothing
 #
 # Prints the reproducers that went PASS->FAIL or PASS->OTHER (regressions: a
 # FAIL, or a kernel report that is not the reproducer's bug, on BASE+SERIES),
 # FAIL->PASS (fixes), unchanged, and undecided (BROKEN, SKIP, HANG or undecided
 # on one side); writes gate.md and the usual reports into the run directory.
+# Then each flipped row (a regression, or a fix) is bisected inside the
+# series with krepro bisect's search (python3 -m krepro help gate): gate.md
+# names the patch that broke it (or, for a fix, the first patch that cures
+# it) with its confidence, its checks, the guests and seconds it took, or why
+# no patch was named. The bisection runs in the gate's own tree (the cache's,
+# or its clone of --base PATH) and object directory, so its first build, the
+# series' tip, is the one the gate just made.
 #
 # Exit status: 0 no regression, 1 a regression, 125 no regression but a row
 # undecided, 128 bad input (an unknown option or reproducer, a value out of
 # range, a missing patch, a series patch that does not apply: the patch and
-# hunk are named; nothing is built), 130 interrupted. Everything that can be
-# checked without the kernel tree is checked before it is unpacked.
+# hunk are named; nothing is built), 130 interrupted (the culprit search
+# included). A culprit changes none of these: a regression is 1 whether its
+# patch was named, named with doubts, or not named (gate.md says why).
+# Everything that can be checked without the kernel tree is checked before
+# it is unpacked.
 set -uo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 . "$TOP/scripts/common.sh"
@@ -39,8 +53,8 @@ KERNELS=$TOP/scripts/kernels.sh
 
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; }
 
-base=patched repeat= miss= results= repros= items=()
-parse_opts "base: repeat: miss: results: repros: arch: branch:" "$@"
+base=patched repeat= miss= results= repros= items=() bisect=1 dry=
+parse_opts "base: repeat: miss: results: repros: arch: branch: no-bisect dry-run" "$@"
 set -- "${OPTS[@]}"
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -51,6 +65,8 @@ while [ $# -gt 0 ]; do
 	--repros) repros=$2; shift ;;
 	--arch) KREPRO_ARCH=$2; shift ;;
 	--branch) KREPRO_BRANCH=$2; shift ;;
+	--no-bisect) bisect= ;;
+	--dry-run) dry=1 ;;
 	--help) usage; exit 0 ;;
 	--) shift; items+=("$@"); break ;;
 	*) items+=("$1") ;;
@@ -126,7 +142,9 @@ unpatched | patched)
 	src=$(realpath "$base")
 	[ -z "$(git -C "$src" status --porcelain --untracked-files=no)" ] ||
 		log "warning: $src has uncommitted changes: the gate builds its HEAD commit only"
-	tree=$KREPRO_CACHE/gate/trees/$(echo "$src" | sha256sum | cut -c1-12)
+	# Laid out as the flavours' trees (ROOT/linux-X.Y), so that its build
+	# takes from ccache what it shares with them (kernels.sh tree_obj).
+	tree=$KREPRO_CACHE/gate/trees/$(echo "$src" | sha256sum | cut -c1-12)/linux-$(tree_version "$src")
 	if [ ! -d "$tree/.git" ]; then
 		log "cloning $src into $tree (shared objects, nothing written to $src)"
 		git clone -q --shared --no-checkout "$src" "$tree" || die "cannot clone $src"
@@ -141,6 +159,22 @@ esac
 # Bad input before anything is built or checked out: the series must apply.
 log "checking that ${#patches[@]} patch(es) apply on $base"
 "$KERNELS" check-series "$tree" "$ref" "${base_patches[@]}" "${patches[@]}" || exit 128
+
+if [ -n "$dry" ]; then
+	n=${#patches[@]} steps=0
+	while [ $((1 << steps)) -le "$n" ]; do steps=$((steps + 1)); done
+	echo "gate: dry run: nothing is built or booted"
+	echo "builds: BASE ($base) and BASE+SERIES ($n patch(es)) in $tree"
+	echo "rows: ${#repro_list[@]} reproducer(s) on both: ${repro_list[*]}"
+	if [ -n "$bisect" ]; then
+		echo "culprits: each flipped row bisected inside the series in $tree: the series' tip (built"
+		echo "  already), BASE, about $steps search steps, the culprit again and a revert: about"
+		echo "  $((steps + 4)) builds for the first row; a commit built for one row is not built again"
+	else
+		echo "culprits: none searched (--no-bisect)"
+	fi
+	exit 0
+fi
 
 if [ -z "$results" ]; then
 	results=$TOP/results/gate-$(date +%Y%m%d-%H%M%S)
@@ -170,4 +204,16 @@ status=$?
 [ "$status" -eq 130 ] && { log "interrupted: what finished is in $results"; exit 130; }
 [ "$status" -ge 128 ] && die "run-in-qemu.sh refused its arguments (exit $status, see above)"
 echo
-PYTHONPATH="$TOP/scripts" python3 -m krepro gate "$results" base base+series
+# The series as commits: GOOD (BASE) is the commit before the first series
+# patch on the series branch; the gate's Python checks each commit against
+# its patch before it builds anything.
+culprit_args=()
+if [ -n "$bisect" ]; then
+	if bad=$(git -C "$tree" rev-parse -q --verify "krepro-x-gate-$name-series^{commit}") &&
+		good=$(git -C "$tree" rev-parse -q --verify "$bad~${#patches[@]}^{commit}"); then
+		culprit_args=(--tree "$tree" --good "$good" --bad "$bad")
+	else
+		log "warning: no branch krepro-x-gate-$name-series with ${#patches[@]} commits in $tree: no culprit search"
+	fi
+fi
+PYTHONPATH="$TOP/scripts" python3 -m krepro gate "$results" base base+series "${culprit_args[@]}"

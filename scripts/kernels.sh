@@ -16,7 +16,12 @@
 #                                flavour name): the gate's kernels
 #   kernels.sh build-tree DIR    a user's own kernel tree, built out of tree; prints
 #                                the image path (exit 125 when it is no kernel tree
-#                                or does not build)
+#                                or does not build). The cache's tree is built in
+#                                the flavours' object directory, as build-series
+#                                builds it (the gate's culprit search)
+#   kernels.sh clean-bisect      remove the scratch clones of krepro bisect, fixcheck and the
+#                                gate (with their object directories) and say what
+#                                that freed; the flavours and ccache stay
 #
 # unpatched = pristine + every bug dir's context*, window*, bug* patches
 # patched   = unpatched + every bug dir's fix* patches
@@ -199,8 +204,15 @@ make_config() {
 
 # Object directory of a tree other than the cache's, one per path and arch
 # (x86_64's keeps the name it had before there were other arches).
+# A scratch tree of the cache laid out as the flavours' (ROOT/linux-B) gets
+# ROOT/build/B/ARCH, so that ccache_paths finds the same relative paths.
 tree_obj() {
-	local h
+	local h base cache
+	base=$(basename "$1") cache=$(realpath -m "$KREPRO_CACHE")
+	case $1 in "$cache"/*/linux-*)
+		echo "$(dirname "$1")/build/${base#linux-}/$KREPRO_ARCH"
+		return ;;
+	esac
 	h=$(echo "$1" | sha256sum | cut -c1-12)
 	case $KREPRO_ARCH in
 	x86_64) echo "$KREPRO_CACHE/build/tree-$h" ;;
@@ -214,6 +226,27 @@ cross_compile() { arch_field cross; }
 cross_pkgs() { local c; c=$(cross_compile); [ -z "$c" ] || echo "gcc-${c%-}"; }
 image_path_in_obj() { arch_field image; }
 
+# ccache_paths TREE OBJ: what lets one tree's objects serve another's build.
+# kbuild names the sources by TREE's absolute path, so ccache would key every
+# object on where the tree is. Where TREE and OBJ share a root in the cache
+# (ROOT/linux-B and ROOT/build/B/ARCH: the flavours' trees, and the scratch
+# trees of bisect and the gate, which copy that layout), CCACHE_BASEDIR=ROOT
+# makes the paths relative, the same for every such tree: a tree with the
+# flavours' sources builds from the cache. The debug info gets tree-relative
+# names (decoded traces say kernel/fork.c, not one tree's path); ccache does
+# not hash these maps, and NOHASHDIR keeps the object directory out of it.
+ccache_paths() {
+	local tree obj root rel
+	tree=$(realpath "$1") obj=$(realpath -m "$2")
+	root=$tree
+	while [ "$root" != / ] && [ "${obj#"$root"/}" = "$obj" ]; do root=$(dirname "$root"); done
+	rel=$(realpath -m --relative-to="$obj" "$tree")
+	unset CCACHE_BASEDIR
+	case $root/ in "$(realpath -m "$KREPRO_CACHE")"/*) export CCACHE_BASEDIR=$root ;; esac
+	export CCACHE_NOHASHDIR=1
+	KREPRO_KCFLAGS="-fdebug-prefix-map=$obj=. -fdebug-prefix-map=$tree/= -fdebug-prefix-map=$rel/="
+}
+
 # make_kernel WHAT TREE OBJ LOG STAMP: the image, with a progress line every 30 s
 # (files compiled so far against the last build in OBJ, elapsed time).
 make_kernel() {
@@ -223,9 +256,10 @@ make_kernel() {
 	# A fixed build identity keeps init/version.c (and ccache) stable across builds.
 	local cross
 	cross=$(cross_compile)
+	ccache_paths "$tree" "$obj"
 	make -C "$tree" O="$obj" ARCH="$(kbuild_arch)" -j"$JOBS" \
 		${cross:+CROSS_COMPILE="$cross"} CC="ccache ${cross}gcc" KBUILD_BUILD_USER=krepro KBUILD_BUILD_HOST=krepro \
-		KBUILD_BUILD_TIMESTAMP="$ts" \
+		KBUILD_BUILD_TIMESTAMP="$ts" KCFLAGS="$KREPRO_KCFLAGS" \
 		"$(basename "$(image_path_in_obj)")" >"$logf" 2>&1 &
 	pid=$!
 	i=0
@@ -506,6 +540,9 @@ cmd_build_tree() {
 	[ -d "${1:-}" ] || KREPRO_DIE_CODE=125 die "--tree ${1:-}: no such directory"
 	src=$(realpath "$1")
 	obj=$(tree_obj "$src")
+	# The cache's tree keeps its one object directory, whoever builds it:
+	# the gate bisects its series there, and BAD is then the build just made.
+	[ -d "$KREPRO_TREE" ] && [ "$src" = "$(realpath "$KREPRO_TREE")" ] && obj=$OBJ
 	mkdir -p "$obj"
 	logf=$obj/krepro-build.log
 	if [ ! -f "$src/Makefile" ] || [ ! -d "$src/arch/$(kbuild_arch)" ] ||
@@ -558,11 +595,34 @@ cmd_fetch_debian() {
 	echo "$deb"
 }
 
-USAGE="usage: kernels.sh tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | stamp FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | fetch-debian PKG
+USAGE="usage: kernels.sh tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | stamp FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | fetch-debian PKG | clean-bisect
 (KREPRO_BRANCH: $KREPRO_BRANCHES; KREPRO_ARCH: $KREPRO_ARCHES; FLAVOUR: $KREPRO_FLAVOURS)"
 
 # Bad input before any work (no lock taken, nothing unpacked or built): one
 # line and 128, with the command that was meant where it is close.
+# The scratch trees of krepro bisect ($KREPRO_CACHE/bisect/tree-*: a root
+# with linux-X.Y and build/ in it, or a clone whose objects are in
+# build/tree-<hash of its path>), of the gate's user trees, and of fixcheck's
+# clones and snapshots.
+cmd_clean_bisect() {
+	local d dirs=() h before after
+	machine_lock
+	for d in "$KREPRO_CACHE"/bisect/tree-* "$KREPRO_CACHE"/gate/trees/* "$KREPRO_CACHE"/fixcheck/trees/* \
+		"$KREPRO_CACHE"/fixcheck/snapshots/*; do
+		[ -d "$d" ] || continue
+		dirs+=("$d")
+		if [ -d "$d/.git" ]; then
+			h=$(echo "$(realpath "$d")" | sha256sum | cut -c1-12)
+			dirs+=("$KREPRO_CACHE"/build/tree-"$h" "$KREPRO_CACHE"/build/tree-*-"$h")
+		fi
+	done
+	[ ${#dirs[@]} -gt 0 ] || { log "no scratch trees in $KREPRO_CACHE"; return 0; }
+	before=$(df -Pk "$KREPRO_CACHE" | awk 'NR == 2 { print $4 }')
+	for d in "${dirs[@]}"; do [ ! -e "$d" ] || { log "removing $d"; rm -rf "$d"; }; done
+	after=$(df -Pk "$KREPRO_CACHE" | awk 'NR == 2 { print $4 }')
+	log "freed $(((after - before) / 1024)) MiB"
+}
+
 usage_error() { usage_die "$1 (usage: kernels.sh --help)"; }
 
 check_flavours() {
@@ -589,8 +649,9 @@ stale | stamp | series)
 	"cmd_$cmd" "$1" ;;
 build) check_flavours "$@"; cmd_build "$@" ;;
 check-patches) [ $# -eq 0 ] || usage_error "check-patches takes no argument"; cmd_check_patches ;;
+clean-bisect) [ $# -eq 0 ] || usage_error "clean-bisect takes no argument"; cmd_clean_bisect ;;
 "") usage_error "a command is needed" ;;
 *)
-	near=$(nearest "$cmd" tree series build stale stamp check-patches check-series build-series build-tree fetch-debian)
+	near=$(nearest "$cmd" tree series build stale stamp check-patches check-series build-series build-tree fetch-debian clean-bisect)
 	usage_error "unknown command '${cmd:0:40}'${near:+; did you mean $near?}" ;;
 esac

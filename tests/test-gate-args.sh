@@ -25,6 +25,11 @@ check 0 "--help names --arch" "$gate" --help
 contains "--help documents --arch" "--arch A"
 check 128 "--base not a tree" "$gate" --base "$scratch/empty" "$top/kernel-patches/xfs-rmap-keys"
 contains "bad base is explained" "not unpatched, patched or a git kernel tree"
+check 0 "--help names the culprit search" "$gate" --help
+contains "--help documents --no-bisect" "--no-bisect"
+contains "--help says what a culprit adds to the status" "a regression is 1 whether its"
+check 128 "--no-bisect keeps the checks" "$gate" --no-bisect --repeat 0 "$top/kernel-patches/xfs-rmap-keys"
+check 128 "--dry-run keeps the checks" "$gate" --dry-run "$scratch/nope.patch"
 check 2 "make gate without SERIES (make's own status)" make -s -C "$top" gate
 
 if git -C "$KREPRO_TREE" rev-parse -q --verify pristine >/dev/null 2>&1; then
@@ -37,6 +42,10 @@ if git -C "$KREPRO_TREE" rev-parse -q --verify pristine >/dev/null 2>&1; then
 	[ "$before" = "$(ls -l --time-style=+%s "$KREPRO_CACHE"/gate/kernels 2>/dev/null | md5sum)" ] &&
 		[ ! -e "$scratch/run" ] &&
 		ok "nothing built or run" || not_ok "nothing built or run"
+	bug=$(ls "$top"/kernel-patches/xfs-rmap-keys/bug-*.patch)
+	check 0 "--dry-run of a series that applies" "$gate" --dry-run --base patched --results "$scratch/dry" "$bug"
+	contains "the dry run names the culprit search" "each flipped row bisected inside the series"
+	[ ! -e "$scratch/dry" ] && ok "the dry run writes no results" || not_ok "the dry run writes no results"
 else
 	echo "# no kernel tree in $KREPRO_TREE: series checks skipped"
 fi

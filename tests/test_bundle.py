@@ -244,7 +244,7 @@ class Bundle(unittest.TestCase):
                 else:
                     self.assertIn(f"the reproducer's exit status {status}", last)
         got, out, err = self.run_sh(d, "fail-own")
-        self.assertIn("# race: FAIL: 3 echoes missing", out, "the reproducer's last lines are shown")
+        self.assertIn("# race: FAIL: 3 values read back stale", out, "the reproducer's last lines are shown")
         self.assertIn(b"exit=1\r\n", read(os.path.join(d, "out", "console.log"), "rb"),
                       "the result line read from a console with CR LF line ends")
 

@@ -5,7 +5,10 @@
     bench/records/<name>.json, in the table's last column ("record"); the
     record exists, has the fields every record has, and each of its
     "figures" values appears in the row's text. Every record is named by a
-    row. A record of kind "matrix" (bench/matrix-record.py) has its runs
+    row, or is history: its "superseded_by" names the record that measured
+    the same thing later (a bench record, or a reproducer's record under
+    repro/<id>/records/), and following it ends at a record a row names or
+    a reproducer's record. No row names a superseded record. A record of kind "matrix" (bench/matrix-record.py) has its runs
     instead of figures, and its rows are a generated table: the tables
     between bench/perf-tables.py's markers must be what the records make.
 (b) No page (README.md, docs/*.md, repro/*/README.md) cites DESIGN.md or
@@ -109,6 +112,10 @@ def check_performance_records():
                 except ValueError as e:
                     check(False, f"{rel(path)}: not JSON: {e}")
                     continue
+                if rec.get("superseded_by"):
+                    check(False, f"{where}: {ref} is superseded by {rec['superseded_by']}: "
+                                 "name today's record")
+                    continue
                 if rec.get("kind") == "matrix":
                     missing = [k for k in ("date", "what", "machine", "runs", "raw") if not rec.get(k)]
                     check(not missing, f"{rel(path)}: a matrix record wants date, what, machine, runs "
@@ -123,8 +130,35 @@ def check_performance_records():
                 absent = [f"{k}={v}" for k, v in figures.items() if str(v) not in row]
                 check(not absent, f"{where}: {ref}'s figures not in the row: {'; '.join(absent)}")
     for path in sorted(glob.glob(os.path.join(RECORDS, "*.json"))):
-        check(os.path.basename(path) in named,
-              f"{rel(path)}: no row of docs/performance.md names it")
+        if os.path.basename(path) not in named:
+            why = history_end(path, named)
+            check(why is None, f"{rel(path)}: no row of docs/performance.md names it, "
+                               f"and it is not history: {why}")
+
+
+def history_end(path, named):
+    """None when the record at path is superseded, through "superseded_by"
+    links, by a record a row names or by a reproducer's record; else why not."""
+    seen = set()
+    while True:
+        try:
+            nxt = json.loads(read(path)).get("superseded_by")
+        except (OSError, ValueError) as e:
+            return f"{rel(path)}: {e}"
+        if not isinstance(nxt, str) or not nxt:
+            return f"{rel(path)} has no superseded_by"
+        target = os.path.normpath(os.path.join(TOP, nxt))
+        inside = rel(target)
+        if nxt.startswith("/") or inside.startswith("..") or not os.path.isfile(target) or target in seen:
+            return f"{rel(path)}: superseded_by {nxt!r} is no record of the repository (or loops)"
+        seen.add(target)
+        if re.fullmatch(r"repro/[\w-]+/records/[\w.-]+\.json", inside):
+            return None
+        if os.path.dirname(target) != RECORDS:
+            return f"{rel(path)}: superseded_by {nxt!r} is neither a bench nor a reproducer's record"
+        if os.path.basename(target) in named:
+            return None
+        path = target
 
 
 def check_forbidden_words():

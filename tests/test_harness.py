@@ -66,6 +66,13 @@ class Harness(unittest.TestCase):
         self.assertIn("ok 2 second # SKIP", out)
         self.assertIn('hint: this is the bug fixed upstream by 0123456789ab ("fake: fix")', out)
 
+    def test_fail_says_what_broken_it_outranks(self):
+        out = self.expect(1, "# also BROKEN: 1 case(s) could not be judged (above); the FAIL does not cover them",
+                          FAKE_first="fail", FAKE_second="broken")
+        self.assertIn("not ok 2 second # BROKEN", out)
+        _, out, _ = self.run_fake(FAKE_first="fail")
+        self.assertNotIn("also BROKEN", out)
+
     def test_broken_case(self):
         rc, out, _ = self.run_fake(FAKE_second="broken")
         self.assertEqual(rc, 2, out)

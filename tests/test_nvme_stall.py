@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The nvme storm's stalled-read judgement (repro/lib/nvme-stall.c) on fake
 /proc and /sys trees: a stall is the bug's FAIL only when the state shows the
-request lost or a task stuck in nvme code; anything else is unexplained
-(BROKEN in the storm). The test build reads the trees under ROOT, never the
-host's."""
+request lost; a task stuck in nvme code, or anything else, is BROKEN in the
+storm (nvmf.c). The test build reads the trees under ROOT, never the
+host's. And the storm's race-window count (repro/lib/nvme-window.c) on
+kernel lines: only an I/O queue's timeout handler inside its controller's
+teardown counts."""
 import os
 import shutil
 import subprocess
@@ -115,6 +117,53 @@ class Stall(unittest.TestCase):
         self.task(57, "kworker/u4:2", "D", TEARDOWN_HUNG)
         cause, _, out = self.judge()
         self.assertEqual(cause, "nvme-hung", out)
+
+
+def window(lines, instance=0):
+    """The window count of those kernel lines, as a dict of numbers."""
+    p = subprocess.run([STALL_STATE, "--window", str(instance)], input="".join(l + "\n" for l in lines),
+                       capture_output=True, text=True, timeout=30)
+    words = p.stdout.split()
+    return {words[i].rstrip(":"): int(words[i + 1]) for i in range(0, len(words), 2)}
+
+
+RECOVERY = ["nvme nvme0: queue 1: timeout request 0x30 type 4", "nvme nvme0: starting error recovery",
+            "nvme nvme0: queue 2: timeout request 0x51 type 4",
+            "nvme nvme0: I/O tag 82 (1052) type 4 opcode 0x2 (Read) QID 1 timeout",
+            "nvme nvme0: queue 0: timeout request 0x1 type 4", "nvme nvme0: Reconnecting in 1 seconds..."]
+
+
+class Window(unittest.TestCase):
+    def test_io_timeouts_inside_the_teardown_count(self):
+        got = window(RECOVERY)
+        self.assertEqual(got, {"timeouts": 4, "io": 2, "admin": 1, "raced": 1, "recoveries": 1,
+                               "reconnects": 0, "failed": 0})
+
+    def test_timeouts_outside_the_teardown_do_not(self):
+        # Before the recovery, after "Reconnecting", during the reconnect.
+        got = window(RECOVERY + ["nvme nvme0: queue 1: timeout request 0x2 type 4",
+                                 "nvme nvme0: creating 2 I/O queues.",
+                                 "nvme nvme0: I/O 3 QID 2 timeout",
+                                 "nvme nvme0: Successfully reconnected (1 attempt)"])
+        self.assertEqual((got["timeouts"], got["io"], got["raced"], got["reconnects"]), (6, 2, 1, 1))
+
+    def test_a_teardown_that_never_said_reconnecting_ends_at_the_reconnect(self):
+        got = window(["nvme nvme0: starting error recovery", "nvme nvme0: creating 2 I/O queues.",
+                      "nvme nvme0: queue 1: timeout request 0x9 type 4"])
+        self.assertEqual((got["io"], got["raced"]), (0, 0))
+
+    def test_only_that_controller_and_only_handler_lines(self):
+        got = window(["nvme nvme0: starting error recovery", "nvme nvme1: queue 1: timeout request 0x4 type 4",
+                      "nvmet: ctrl 1 keep-alive timer (5 seconds) expired!",
+                      "nvme nvme0: failed nvme_keep_alive_end_io error=4 (keep-alive timeout)",
+                      "nvme nvme0: queue 1: timeout request 0x6 type 4"])
+        self.assertEqual((got["timeouts"], got["io"], got["raced"]), (1, 1, 1))
+        self.assertEqual(window(["nvme nvme1: starting error recovery",
+                                 "nvme nvme1: I/O 12 QID 1 timeout"], instance=1)["io"], 1)
+
+    def test_two_recoveries_each_raced(self):
+        got = window(RECOVERY + RECOVERY[1:])
+        self.assertEqual((got["recoveries"], got["io"], got["raced"]), (2, 4, 2))
 
 
 if __name__ == "__main__":

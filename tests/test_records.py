@@ -10,6 +10,7 @@ commit's file (when the clone has the history). The README section that
 links the record states each of its figures, and every bold figure of that
 section is one of its records' figures."""
 import glob
+import importlib.util
 import os
 import re
 import subprocess
@@ -130,9 +131,32 @@ def self_test(check):
         check(t.failed == want, f"self-test: {t.failed} failures, not {want}, for {text!r}")
 
 
+def proof_record_self_test(check):
+    """bench/proof-record.py keeps a run's evidence whole (bounded for an
+    untrusted run.json), the declared signature that matched, and the cases
+    a FAIL outranked that were BROKEN; the table names that signature."""
+    spec = importlib.util.spec_from_file_location("proof_record", os.path.join(TOP, "bench", "proof-record.py"))
+    pr = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pr)
+    long_line = "punch: FAIL: " + "x" * 1000
+    run = {"kernel": "unpatched", "outcome": "FAIL", "evidence": long_line, "signature": "report: list_del corruption",
+           "report_title": "list_del corruption", "matched_signature": "#3 LIST /^list_del/ in blk_mq_requeue_work",
+           "broken_cases": ["write: BROKEN: x.c:1: no", 7]}
+    got = pr.compact(run, {}, "tcg", "2026-12-07")
+    check(got["evidence"] == long_line, "proof-record cut the evidence line")
+    check(got["matched_signature"] == run["matched_signature"], "proof-record dropped the matched signature")
+    check(got["broken_cases"] == ["write: BROKEN: x.c:1: no"], f"proof-record's broken cases: {got['broken_cases']}")
+    huge = pr.compact(dict(run, evidence="y" * (1 << 20), matched_signature=["not", "text"]), {}, "tcg", "d")
+    check(len(huge["evidence"]) == pr.EVIDENCE_CHARS, "an untrusted evidence line is not bounded")
+    check(huge["matched_signature"] is None, "a matched signature that is not text was kept")
+    check(records.evidence([dict(got, infra=False)]) == "1× list_del corruption (signature #3 LIST)",
+          f"the table's cell: {records.evidence([dict(got, infra=False)])!r}")
+
+
 def main():
     check = Tally("not ok - ")
     self_test(check)
+    proof_record_self_test(check)
 
     repros = sorted(os.path.basename(os.path.dirname(os.path.normpath(d)))
                     for d in glob.glob(os.path.join(TOP, "repro", "*", "records", "")))
@@ -151,6 +175,8 @@ def main():
             for i, run in enumerate(rec.get("runs") or []):
                 check(RUN_KEYS <= set(run), f"{r}/{name}: run {i} lacks {sorted(RUN_KEYS - set(run))}")
                 check(run.get("outcome") in OUTCOMES, f"{r}/{name}: run {i} outcome {run.get('outcome')!r}")
+                check(isinstance(run.get("matched_signature"), (str, type(None))),
+                      f"{r}/{name}: run {i} matched_signature is not text")
         check_sections(check, r, recs, text)
         got = records.readme_block(text)
         check(got is not None, f"repro/{r}/README.md has records but no generated table")

@@ -123,6 +123,75 @@ def trace_frames(log):
     return reports.crashes(log)[0]["trace_frames"]
 
 
+NVME_LIST = (("LIST", "^list_(add|del) (corruption|double add)", "nvme_tcp_.*|nvme_cancel_(request|tagset)"),
+             ("LIST", "^list_(add|del) (corruption|double add)", "blk_mq_(dispatch_rq_list|requeue_work)"))
+RESULT1 = "[ 3.0] krepro-init: result name=x exit=1\n"
+
+
+class Evidence(unittest.TestCase):
+    """What a run's record keeps: the declared signature that matched, every
+    case's own evidence whole, and the BROKEN cases a FAIL outranks."""
+
+    def test_the_matching_signature_is_named(self):
+        m = meta("nvme-tcp-timeout", ("BUG", "^kernel BUG at block/blk-mq", "nvme_tcp_timeout"), *NVME_LIST)
+        r = decide(golden("real-nvme-tcp-timeout-unpatched-list-del.log"), m)
+        self.assertEqual(r["outcome"], "FAIL")
+        self.assertTrue(r["matched_signature"].startswith("#3 LIST /^list_(add|del)"), r["matched_signature"])
+        self.assertTrue(r["matched_signature"].endswith(" in blk_mq_(dispatch_rq_list|requeue_work)"))
+        r = decide(golden("real-nvme-tcp-timeout-unpatched-bug.log"), m)
+        self.assertTrue(r["matched_signature"].startswith("#1 BUG "), r["matched_signature"])
+        self.assertEqual(decide(BOOT, meta("x", ("HANG", None, None)), timed_out=True)["matched_signature"],
+                         "#1 HANG")
+
+    def test_own_evidence_of_every_case_kept_whole(self):
+        cases = ("mount-replay", "punch", "write", "reflink")
+        ktap = "".join(f"# {c}: FAIL: {c} " + "x" * 400 + "\n" for c in cases)
+        r = decide(BOOT + RESULT1.replace("=x", "=xfs"), meta("xfs", cases=cases), ktap)
+        self.assertEqual((r["outcome"], r["matched_signature"]), ("FAIL", "own evidence"))
+        for c in cases:
+            self.assertIn(f"{c}: FAIL: {c} " + "x" * 400, r["evidence"])
+
+    def test_evidence_bounded(self):
+        ktap = "".join(f"# a: FAIL: {i} " + "y" * 2000 + "\n" for i in range(40))
+        r = decide(BOOT + RESULT1, meta("x"), ktap)
+        self.assertLess(len(r["evidence"]), reports.EVIDENCE_CHARS + 100)
+        self.assertTrue(r["evidence"].endswith("(+24 more lines)"), r["evidence"][-40:])
+
+    def test_fail_does_not_hide_a_broken_case(self):
+        cases = ("mount-replay", "punch", "write")
+        ktap = ("# mount-replay: FAIL: mount (log recovery) EUCLEAN (XFS: internal error in xfs_rmap.c)\n"
+                "not ok 1 mount-replay # FAIL\n"
+                "# punch: BROKEN: xfs.c:9: punching: fallocate EIO: no corruption report\n"
+                "not ok 2 punch # BROKEN\nok 3 write\n")
+        r = decide(BOOT + RESULT1, meta("x", cases=cases), ktap)
+        self.assertEqual(r["outcome"], "FAIL")
+        self.assertEqual(r["broken_cases"], ["punch: BROKEN: xfs.c:9: punching: fallocate EIO: no corruption report"])
+        self.assertIn(" ; also BROKEN: punch: BROKEN: xfs.c:9", r["evidence"])
+        # The harness's own line for a case that died names it too.
+        ktap = "# punch: BROKEN: case killed by signal 9 (Killed)\nnot ok 1 punch # BROKEN\n"
+        r = decide(BOOT + RESULT1.replace("exit=1", "exit=2"), meta("x", cases=cases), ktap)
+        self.assertEqual((r["outcome"], r["broken_cases"]), ("BROKEN", ["punch: BROKEN: case killed by signal 9 (Killed)"]))
+        self.assertNotIn("also BROKEN", r["evidence"])
+
+    def test_unrelated_oops_killing_the_fortify_registration_is_other(self):
+        # The case found no fortify report of its child (BROKEN); the
+        # harness's scan failed the run on the kernel report: not this bug.
+        m = meta("arm-kprobe-fortify", ("FORTIFY", "^detected buffer overflow in memcpy$", "fortify_panic"),
+                 ("BUG", "^kernel BUG at lib/string_helpers\\.c:[0-9]+$", "(__)?fortify_panic"),
+                 cases=("kprobe_events", "perf_kprobe_pmu"))
+        boot = BOOT.replace(" x", " arm-kprobe-fortify")
+        ktap = ("# kprobe_events: BROKEN: a.c:1: kprobe_events: the registering process (pid 52) was killed "
+                "by signal 11 (Segmentation fault), but the kernel log has no fortify report\n"
+                "not ok 1 kprobe_events # BROKEN\n# FAIL: the kernel logged 1 report(s) during the test\n")
+        oops = "".join(f"[ 2.{i}] {l}\n" for i, l in enumerate(
+            ["Unable to handle kernel NULL pointer dereference at virtual address 00000000",
+             "Internal error: Oops: 5 [#1] SMP ARM", "PC is at some_driver_fn+0x10/0x20",
+             "---[ end trace 0000000000000000 ]---"], 3))
+        r = decide(boot + oops + RESULT1.replace("=x", "=arm-kprobe-fortify"), m, ktap)
+        self.assertEqual(r["outcome"], "OTHER", r["evidence"])
+        self.assertIn("also BROKEN: kprobe_events: BROKEN", r["evidence"])
+
+
 class TraceFrames(unittest.TestCase):
     """What a signature's frame is matched against: the reliable frames of
     the crashing task's call trace, nothing else the report names."""

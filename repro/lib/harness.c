@@ -820,6 +820,10 @@ static int finish(const struct krepro_test *t, int overall, const struct totals 
 {
 	printf("# Totals: pass:%u fail:%u xfail:0 xpass:0 skip:%u error:%u\n",
 	       tot->pass, tot->fail, tot->skip, tot->broken);
+	/* FAIL outranks BROKEN in the exit code: say what it does not cover. */
+	if (overall == KREPRO_FAIL && tot->broken)
+		krepro_info("also BROKEN: %u case(s) could not be judged (above); the FAIL does "
+			    "not cover them", tot->broken);
 	if (overall == KREPRO_FAIL)
 		krepro_info("hint: this is the bug fixed upstream by %s (introduced by %s; seed %s)",
 			    t->fix_commit, t->bug_commit ? t->bug_commit : "unknown", t->seed);

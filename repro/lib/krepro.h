@@ -515,7 +515,7 @@ void krepro_step(struct krepro_steps *s, const char *name, bool ok, int err);
 bool krepro_steps_gave(const struct krepro_steps *s, int err);
 /* A case's steps failed on fs: let go of it, then FAIL when XFS reported an
  * internal error in `file` for it (krepro_xfs_internal_error()), naming the
- * caller; else BROKEN (EUCLEAN alone: any XFS check may give it). */
+ * caller; else BROKEN, whatever the errno (any XFS check gives EUCLEAN). */
 void krepro_xfs_steps_failed(int kmsg, struct krepro_loopfs *fs, const char *file,
 			     const struct krepro_steps *st, const char *what);
 

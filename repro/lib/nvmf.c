@@ -8,6 +8,7 @@
 #include "krepro.h"
 #include "nvmf.h"
 #include "nvme-stall.h"
+#include "nvme-window.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -236,77 +237,13 @@ static pid_t start_readers(const char *dev)
 	return pid;
 }
 
-struct kmsg_counts {
-	unsigned int timeouts, recoveries, reconnects, failed_reconnects;
-	/*
-	 * Race coverage: timeouts whose handler ran while an error recovery
-	 * tore the controller down (between "starting error recovery" and
-	 * "Reconnecting in"), on an I/O queue and on the admin queue. The
-	 * handler then completes the request itself, which teardown also
-	 * cancels: the bug's window (I/O) and the seed's admin-queue hunk's.
-	 */
-	unsigned int io_in_teardown, admin_in_teardown;
-	bool tearing_down;
-};
-
-/*
- * A timeout line of the transport's handler: nvme-tcp's "queue Q: timeout
- * request ..." or nvme-rdma's "I/O T QID Q timeout". Q 0 is the admin queue.
- */
-/*
- * A transport's timeout handler's line, and its queue. 6.1 prints "queue %d:
- * timeout request" (tcp) or "I/O %d QID %d timeout" (rdma); 6.12's (since
- * the 6.8 "enhance timeout kernel log" changes) "I/O tag %d (%04x) ...
- * QID %d timeout", with the command's name in parentheses, spaces and all.
- */
-static bool timeout_line(const char *msg, int *qid)
+/* Feed the controller's kernel lines to the window count (nvme-window.h). */
+static void count_kmsg(int fd, int instance, struct krepro_nvme_window *c)
 {
-	const char *q;
-	int tag;
+	char msg[1024];
 
-	if (sscanf(msg, "queue %d: timeout request", qid) == 1 ||
-	    sscanf(msg, "I/O %d QID %d timeout", &tag, qid) == 2)
-		return true;
-	if (strncmp(msg, "I/O tag ", 8) != 0)
-		return false;
-	for (q = strstr(msg, " QID "); q && strstr(q + 1, " QID "); q = strstr(q + 1, " QID "))
-		;
-	return q && sscanf(q, " QID %d timeout", qid) == 1;
-}
-
-/* Count the nvme lines that show the storm doing its work. */
-static void count_kmsg(int fd, int instance, struct kmsg_counts *c)
-{
-	char msg[1024], dev[32];
-
-	snprintf(dev, sizeof(dev), "nvme nvme%d: ", instance);
-	while (fd >= 0 && krepro_kmsg_next(fd, msg, sizeof(msg))) {
-		const char *m = strstr(msg, dev);
-
-		if (!m)
-			continue;
-		m += strlen(dev);
-		if (strstr(m, "timeout") && !strstr(m, "keep-alive")) {
-			int qid = -1;
-
-			c->timeouts++;
-			if (c->tearing_down && timeout_line(m, &qid)) {
-				if (qid == 0)
-					c->admin_in_teardown++;
-				else
-					c->io_in_teardown++;
-			}
-		} else if (strstr(m, "starting error recovery")) {
-			c->recoveries++;
-			c->tearing_down = true;
-		} else if (strstr(m, "Reconnecting in") || strstr(m, "Removing controller")) {
-			c->tearing_down = false;
-		} else if (strstr(m, "Successfully reconnected")) {
-			c->reconnects++;
-		} else if (strstr(m, "Failed reconnect attempt")) {
-			c->failed_reconnects++;
-		}
-	}
+	while (fd >= 0 && krepro_kmsg_next(fd, msg, sizeof(msg)))
+		krepro_nvme_window_line(c, instance, msg);
 }
 
 static void storm_set_injection(unsigned int percent)
@@ -335,7 +272,7 @@ static bool ctrl_live(int instance)
 struct storm {
 	const struct krepro_nvme_storm *s;
 	char disk[64];
-	struct kmsg_counts kc;
+	struct krepro_nvme_window kc;
 	int kmsg;
 	pid_t reader_pid;
 	unsigned long taint0;
@@ -387,7 +324,7 @@ static void storm_arm(struct storm *st)
  */
 static void reader_stalled(struct storm *st, unsigned int i, double outstanding)
 {
-	const struct kmsg_counts *kc = &st->kc;
+	const struct krepro_nvme_window *kc = &st->kc;
 	unsigned int held;
 	enum krepro_stall_cause why = krepro_nvme_stall_state(
 		st->disk, st->s->instance, st->reader_pid,
@@ -396,15 +333,15 @@ static void reader_stalled(struct storm *st, unsigned int i, double outstanding)
 	if (why != KREPRO_STALL_REQUEST_LOST)
 		krepro_broken("reader %u: a 4 KiB read outstanding for %.0f s, but the state shows "
 			      "no lost request (%s; %u requests held by blk-mq; %u timeouts, %u "
-			      "during a teardown)", i, outstanding,
+			      "of an I/O queue during a teardown)", i, outstanding,
 			      why == KREPRO_STALL_NVME_HUNG ? "a task waits in nvme code" :
 							      "nothing stuck in nvme code",
-			      held, kc->timeouts, kc->io_in_teardown + kc->admin_in_teardown);
+			      held, kc->timeouts, kc->io_in_teardown);
 	krepro_fail("reader %u: a 4 KiB read outstanding for %.0f s never completed: blk-mq "
 		    "holds no request for the disk while the reader waits: the request was "
-		    "lost (%u timeouts, %u of them during a teardown, %u error recoveries, %u "
-		    "reconnects, %u failed reconnects so far)", i, outstanding, kc->timeouts,
-		    kc->io_in_teardown + kc->admin_in_teardown, kc->recoveries, kc->reconnects,
+		    "lost (%u timeouts, %u of them of an I/O queue during a teardown, %u error "
+		    "recoveries, %u reconnects, %u failed reconnects so far)", i, outstanding,
+		    kc->timeouts, kc->io_in_teardown, kc->recoveries, kc->reconnects,
 		    kc->failed_reconnects);
 	st->failed = true;
 }
@@ -421,10 +358,10 @@ static unsigned int storm_watch(struct storm *st)
 	taint = krepro_taint();
 	if (taint != st->taint0 && !st->failed) {
 		krepro_report("kernel taint went from %lu to %lu %.1f s into the storm, after %u "
-			      "timeouts (%u during a teardown) and %u error recoveries: a kernel "
-			      "report (see the console log)", st->taint0, taint,
-			      now - st->race.start, st->kc.timeouts,
-			      st->kc.io_in_teardown + st->kc.admin_in_teardown, st->kc.recoveries);
+			      "timeouts (%u of an I/O queue during a teardown) and %u error "
+			      "recoveries: a kernel report (see the console log)", st->taint0,
+			      taint, now - st->race.start, st->kc.timeouts,
+			      st->kc.io_in_teardown, st->kc.recoveries);
 		st->failed = true;
 	}
 	for (unsigned int i = 0; i < st->s->threads; i++) {
@@ -477,7 +414,7 @@ static void storm_drain(struct storm *st)
  * nothing, or a REPORT on taint in the drain. */
 static bool storm_judge(struct storm *st)
 {
-	const struct kmsg_counts *kc = &st->kc;
+	const struct krepro_nvme_window *kc = &st->kc;
 	unsigned long done = 0, errors = 0;
 	char path[64], state[64];
 
@@ -503,8 +440,8 @@ static bool storm_judge(struct storm *st)
 		    st->worst, kc->timeouts, kc->recoveries, kc->reconnects,
 		    kc->failed_reconnects, st->gated, state);
 	krepro_info("race window: %u I/O queue and %u admin queue timeouts fired while an "
-		    "error recovery tore the controller down", kc->io_in_teardown,
-		    kc->admin_in_teardown);
+		    "error recovery tore the controller down (%u of %u teardowns raced)",
+		    kc->io_in_teardown, kc->admin_in_teardown, kc->raced, kc->recoveries);
 	st->race.hits = kc->io_in_teardown;
 	krepro_race_counts(&st->race);
 	if (kc->timeouts == 0 || kc->recoveries == 0)

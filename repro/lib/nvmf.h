@@ -58,11 +58,16 @@ struct krepro_nvme_storm {
 };
 
 /*
- * Run the storm and judge it: FAIL on a new kernel taint (WARNING, BUG, KASAN
- * report), on a read outstanding longer than stall_s, or on threads that do
- * not finish; PASS when the bound was reached clean, every read completed or
- * failed with an error, and at least one error recovery happened. BROKEN when
- * no timeout fired (the storm did not test anything). Returns true on PASS.
+ * Run the storm and judge it. FAIL (own evidence) only on a read outstanding
+ * longer than stall_s whose lost request the state shows first-hand
+ * (nvme-stall.h: blk-mq holds no request while the reader waits); a longer
+ * read without that is BROKEN, a task stuck in nvme code included. A new
+ * kernel taint stops the storm with a REPORT line, not evidence: the host
+ * counts the console's report as the bug only when it matches a signature.
+ * PASS when the bound was reached clean, every read completed or failed
+ * with an error, and the race window (nvme-window.h) was reached; BROKEN
+ * when no timeout or no error recovery was seen, or the window never was.
+ * Returns true on PASS.
  *
  * Completions are dropped only while the controller is live: during error
  * recovery and reconnects injection is off, so a reconnect is not held up
@@ -73,7 +78,8 @@ bool krepro_nvme_timeout_storm(const struct krepro_nvme_storm *s);
 /*
  * The nvme-*-timeout case, on the controller krepro_nvmf_connect() made: the
  * storm with the suite's figures (README of nvme-tcp-timeout), then the
- * controller deleted, which must finish within a minute.
+ * controller deleted, which must finish within a minute: a delete that does
+ * not, or whose process is killed, is BROKEN (it names no code of the bug).
  */
 void krepro_nvme_timeout_case(void);
 

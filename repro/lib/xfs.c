@@ -338,17 +338,16 @@ void krepro_xfs_steps_failed(int kmsg, struct krepro_loopfs *fs, const char *fil
 			     const struct krepro_steps *st, const char *what)
 {
 	char caller[128] = "";
-	bool euclean = krepro_steps_gave(st, EUCLEAN),
-	     report = krepro_xfs_internal_error(kmsg, fs->dev, file, caller, sizeof(caller));
+	bool report = krepro_xfs_internal_error(kmsg, fs->dev, file, caller, sizeof(caller));
 
 	krepro_loopfs_release(fs);
+	/* An errno (EUCLEAN included: any XFS check gives it) names no code. */
 	if (report)
-		krepro_fail("%s: %s (XFS: internal error in %s, caller %s)%s", what, st->text,
-			    file, caller, euclean ? "" : " without EUCLEAN");
+		krepro_fail("%s: %s (XFS: internal error in %s, caller %s)", what, st->text, file,
+			    caller);
 	else
-		krepro_broken("%s: %s: %s no corruption report from %s%s, so not shown to be "
-			      "this bug", what, st->text, euclean ? "EUCLEAN but" : "no EUCLEAN and",
-			      file, kmsg < 0 ? " (kmsg unreadable)" : "");
+		krepro_broken("%s: %s: no corruption report from %s%s, so not shown to be this bug",
+			      what, st->text, file, kmsg < 0 ? " (kmsg unreadable)" : "");
 }
 
 struct log_items {

@@ -25,15 +25,17 @@ from .protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE  # noqa: 
 from .untrusted import Refused, say, unwritable  # noqa: E402
 from .usage import Parser  # noqa: E402
 
-SUBCOMMANDS = ("run", "report", "gate", "classify", "bisect", "bundle", "matrix")
+SUBCOMMANDS = ("run", "report", "gate", "classify", "bisect", "fixcheck", "bundle", "matrix")
 
 SYNOPSIS = """\
 usage: python3 -m krepro run ARGS...                 run-in-qemu.sh (see: run --help)
        python3 -m krepro report DIR                  re-render a run's reports from its run.json
        python3 -m krepro gate DIR BASE SERIES        compare two kernels' rows of a run
+                     [--tree T --good G --bad B]     and name each flipped row's patch
        python3 -m krepro classify [--json] LOG       a pasted log's kernel reports, and krepro's
                                                      reproducer of each (see: help classify)
        python3 -m krepro bisect --good G --bad B REPRO   find the commit that brought a bug in
+       python3 -m krepro fixcheck REPRO [--tree DIR] [--fix P]  does the fix hold on this tree
        python3 -m krepro bundle REPRO --kernel K     one row as a tarball that runs with QEMU alone
        python3 -m krepro matrix [--out F] DIR...     one matrix of several runs (branches, arches)
        python3 -m krepro help [SUBCOMMAND]           this, or a subcommand's --help
@@ -67,6 +69,16 @@ SERIES); 125 a row undecided on either side, or a run that did not finish;
 0 otherwise; 128 DIR is no run directory, its run.json is not a run record, or
 BASE or SERIES is not a kernel of the run (the message names its kernels):
 then nothing is written.
+
+With --tree T --good G --bad B (gate.sh gives them): each flipped row
+(regression or fix) is bisected inside the series, the commits G..B of git
+tree T (one a patch of DIR/series.txt, in order), in T itself and its object
+directory, with krepro bisect's search; gate.md gets a culprit section: the
+patch, its confidence, its checks, guests, builds and seconds, or why none
+was named. The exit status stays the comparison's (a regression whose patch
+could not be named is still 1), but 130 when the search was interrupted.
+  --calibrate N   guests on the FAIL side that measure the rate (default 10)
+  --arch A        x86_64 | arm (default x86_64, or $KREPRO_ARCH)
 """
 
 BUNDLE_HELP = """\
@@ -111,8 +123,38 @@ def gate(argv):
     p.add_argument("dir", metavar="DIR", help="a run directory with both kernels' rows")
     p.add_argument("base", metavar="BASE", help="the kernel label without the series")
     p.add_argument("series", metavar="SERIES", help="the kernel label with it")
+    p.add_argument("--tree", help="the git tree whose commits GOOD..BAD are the series")
+    p.add_argument("--good", help="BASE's commit in --tree")
+    p.add_argument("--bad", help="the series' tip in --tree")
+    p.add_argument("--calibrate", type=int, default=10)
+    p.add_argument("--arch", default=os.environ.get("KREPRO_ARCH") or "x86_64")
     o = p.parse_args(argv)
-    return gatemod.gate(o.dir, o.base, o.series)
+    culprits = None
+    if o.tree or o.good or o.bad:
+        culprits, err = culprit_args(o)
+        if err:
+            return fail("gate", err)
+    return gatemod.gate(o.dir, o.base, o.series, culprits=culprits)
+
+
+def culprit_args(o):
+    """gate's culprit search arguments, or a usage error's words."""
+    from . import arches
+    if not (o.tree and o.good and o.bad):
+        return None, "--tree, --good and --bad go together"
+    if not os.path.isdir(o.tree):
+        return None, f"--tree {o.tree}: not a directory"
+    if o.arch not in arches.ARCHES:
+        return None, f"--arch is one of: {' '.join(arches.ARCHES)}, not '{o.arch}'"
+    if not 1 <= o.calibrate <= 1000:
+        return None, f"--calibrate wants 1-1000, not {o.calibrate}"
+    try:
+        with open(os.path.join(o.dir, "series.txt")) as f:
+            patches = [line.rstrip("\n") for line in f if line.strip()][:10000]
+    except OSError as e:
+        return None, f"{o.dir}/series.txt: {e.strerror} (gate.sh writes the series there)"
+    return {"tree": o.tree, "good": o.good, "bad": o.bad, "patches": patches, "arch": o.arch,
+            "calibrate": o.calibrate}, None
 
 
 def classify(argv):
@@ -124,6 +166,11 @@ def bisect(argv):
     # Imported here only: the others need nothing of it.
     from . import bisect as bisectmod
     return bisectmod.main(argv)
+
+
+def fixcheck(argv):
+    from . import fixcheck_cli
+    return fixcheck_cli.main(argv)
 
 
 def bundle(argv):
@@ -201,7 +248,7 @@ def main(argv):
         from . import cli
         return cli.main(rest)
     handler = {"report": report, "gate": gate, "classify": classify, "bisect": bisect,
-               "bundle": bundle, "matrix": matrix}.get(sub)
+               "fixcheck": fixcheck, "bundle": bundle, "matrix": matrix}.get(sub)
     if handler is None:
         what = f"unknown option {sub!r}" if sub.startswith("-") else f"unknown subcommand {sub!r}"
         print(f"krepro: {say(what)}: the subcommands are {', '.join(SUBCOMMANDS)} (see --help)", file=sys.stderr)

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 
-from . import arches
+from . import arches, branches
 from .paths import SCRIPTS, TOP, cache, file_sha256
 from .usage import UsageError
 
@@ -59,17 +59,20 @@ def is_merge(tree, commit):
 
 
 def scratch_dir(tree):
-    """The scratch clone's place in the cache: one per tree."""
-    return os.path.join(cache(), "bisect",
+    """The scratch clone's place in the cache: one per tree, laid out as the
+    flavours' trees are (ROOT/linux-<version>, objects in ROOT/build/<version>/
+    <arch>: kernels.sh tree_obj), so that ccache serves the sources the
+    flavours share with it and the first step is not a cold build."""
+    root = os.path.join(cache(), "bisect",
                         "tree-" + hashlib.sha256(os.path.realpath(tree).encode()).hexdigest()[:12])
+    return os.path.join(root, "linux-" + (branches.of_tree(tree) or "tree"))
 
 
 def built_before(scratch, arch):
-    """Whether the scratch clone's object directory holds a build already
-    (kernels.sh tree_obj names it: a hash of the clone's path): then the
-    first step rebuilds what changed, not the whole tree."""
-    h = hashlib.sha256((os.path.realpath(scratch) + "\n").encode()).hexdigest()[:12]
-    obj = os.path.join(cache(), "build", f"tree-{h}" if arch == "x86_64" else f"tree-{arch}-{h}")
+    """Whether the scratch clone's object directory holds a build already:
+    then the first step rebuilds what changed, not the whole tree."""
+    name = os.path.basename(scratch)[len("linux-"):]
+    obj = os.path.join(os.path.dirname(scratch), "build", name, arch)
     return os.path.isfile(os.path.join(obj, "vmlinux"))
 
 

@@ -53,6 +53,10 @@ def render_summary(d):
     out.append(f"{d['commits']} commits on the first-parent line, GOOD {d['good'][:12]} to BAD "
                f"{d['bad'][:12]}; a good verdict's target miss {stats.pct_up(d['miss'])}, floor "
                f"{d['floor']}, at most {d['max_runs']} guests a step.")
+    if d.get("direction") == "fix":
+        out.append("A fix: the search reads the line from the series' tip (GOOD: it PASSes) back to "
+                   "BASE (BAD: it FAILs); its culprit is the last commit that still FAILs, the fix the "
+                   "one after it.")
     if d.get("rate"):
         r = d["rate"]
         out.append(f"FAIL rate: {r['source']} (rate >= {stats.pct(r['low'])} at 95%); a good step "
@@ -70,7 +74,13 @@ def render_summary(d):
                    f"{'-' if s.get('confidence') is None else format(s['confidence'], '.3f')} |")
     out.append("")
     c = d.get("culprit")
-    if c:
+    if c and c.get("fix"):
+        out.append(f"**The fix: {c['fix']['commit'][:12]} (\"{c['fix']['subject']}\")**, the first commit "
+                   f"that PASSes (the last that FAILs: {c['commit'][:12]}), confidence {c['confidence']:.3f} "
+                   f"(at 95% for the rate); revert check: {c['revert']['verdict']}: {c['revert']['why']}.")
+        for f in c.get("flags", []):
+            out.append(f"- flag: {f}")
+    elif c:
         out.append(f"**Culprit: {c['commit'][:12]} (\"{c['subject']}\")**, confidence "
                    f"{c['confidence']:.3f} (at 95% for the rate); revert check: {c['revert']['verdict']}: "
                    f"{c['revert']['why']}.")

@@ -10,6 +10,7 @@ from .paths import cache
 
 # A decoded frame names its source line: "j1939_can_recv (net/can/j1939/main.c:108)".
 SOURCE_LINE = re.compile(r"[\w./-]+\.[chS]:\d+")
+DOT_PREFIX = re.compile(r"(?<![\w./-])(?:\./)+(?=[\w-])")
 
 
 def report_lines(console, crash, lines=40):
@@ -68,7 +69,9 @@ def decode(lines, vmlinux, arch, tree=None, modules=None, timeout=300):
     if p.returncode != 0 or not p.stdout.strip():
         why = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
         return None, f"decode_stacktrace.sh failed: {why}"
-    return p.stdout.rstrip("\n").splitlines(), None
+    # krepro's builds map the object directory to "." in the debug info
+    # (kernels.sh ccache_paths): addr2line then says ././kernel/fork.c.
+    return [DOT_PREFIX.sub("", l) for l in p.stdout.rstrip("\n").splitlines()], None
 
 
 def decoded_frames(lines):

@@ -25,7 +25,8 @@ def backend(config):
 def broken(base, evidence):
     """The record of a guest that never ran: BROKEN, with why."""
     return dict(base, outcome="BROKEN", evidence=evidence, seconds=0.0, reports=[], exit=None,
-                signature=None, timed_out=False, qemu_status=None)
+                signature=None, matched_signature=None, broken_cases=[], timed_out=False,
+                qemu_status=None)
 
 
 class Dispatcher:
@@ -94,7 +95,8 @@ def judge(rundir, meta, res, keep=False):
         or any(mark is not None and r["line"] < mark for r in v["reports"]))
     return dict(outcome=v["outcome"], evidence=v["evidence"], seconds=res.seconds,
                 boot=guest.boot_seconds(console), infra=infra,
-                signature=v["signature"], report_title=title, reports=v["reports"][:20],
+                signature=v["signature"], matched_signature=v["matched_signature"],
+                broken_cases=v["broken_cases"], report_title=title, reports=v["reports"][:20],
                 exit=v["exit"], timed_out=res.timed_out, stopped_early=res.stopped_early,
                 report_seen=res.report_seen, answer_complete=res.answer_complete,
                 qemu_status=res.status, **res.via)

@@ -2,7 +2,7 @@
 run.json alone, into gate.md and the exit status."""
 import os
 
-from .protocol import CLEAN, REPRODUCED, UNDECIDED
+from .protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED
 from .render import md_cell
 from .runjson import BadRun, guarded, load, write
 from .untrusted import clean
@@ -19,16 +19,31 @@ def labels(rec):
     return list(seen)
 
 
-def gate(results, base, series, prog="krepro: gate"):
+def gate(results, base, series, prog="krepro: gate", culprits=None):
     """Compare BASE's and BASE+SERIES's row decisions. A FAIL or a kernel
     report that is not the bug (OTHER) on the series where BASE was clean is a
-    regression. Exit 1 on a regression, 125 when a row is undecided, else 0.
-    A bad run directory, or BASE or SERIES not a kernel of the run: one line
-    on stderr, nothing written, USAGE."""
-    return guarded(prog, results, lambda: gate_record(results, load(results, "gate"), base, series))
+    regression. Exit 1 on a regression, 125 when a row is undecided, else 0;
+    130 when the culprit search (culprits: culprit.find's keyword arguments
+    but the rows) was interrupted. A bad run directory, or BASE or SERIES not
+    a kernel of the run: one line on stderr, nothing written, USAGE."""
+    return guarded(prog, results, lambda: gate_record(results, load(results, "gate"), base, series, culprits))
 
 
-def gate_record(results, rec, base, series):
+def bisect_flipped(results, md, flipped, culprits):
+    """The culprit section appended to gate.md; True when interrupted."""
+    from . import culprit
+    print(f"krepro: gate: naming the patch of {len(flipped)} flipped row(s)", flush=True)
+    section, interrupted = culprit.find(results, flipped, **culprits)
+    md += section
+    if interrupted:
+        md.append("- INTERRUPTED: the culprit search did not finish")
+    write(os.path.join(results, "gate.md"), "\n".join(md) + "\n")
+    print("\n".join(section))
+    print(f"written: {clean(results)}/gate.md")
+    return interrupted
+
+
+def gate_record(results, rec, base, series, culprits=None):
     have = labels(rec)
     missing = [k for k in (base, series) if k not in have]
     if missing:
@@ -75,6 +90,10 @@ def gate_record(results, rec, base, series):
     write(os.path.join(results, "gate.md"), "\n".join(md) + "\n")
     print("\n".join(md))
     print(f"written: {clean(results)}/gate.md")
+    flipped = [{"repro": r, "change": k, "series_decision": by[r][series]["decision"]}
+               for k in ("regression", "fix") for r in groups[k]]
+    if culprits and flipped and not partial and bisect_flipped(results, md, flipped, culprits):
+        return INTERRUPTED
     if groups["regression"]:
         return REPRODUCED
     return UNDECIDED if groups["undecided"] or partial else CLEAN

@@ -31,6 +31,13 @@ class Signature:
     def is_hang(self):
         return self.kind == "HANG"
 
+    def label(self, n):
+        """The signature as records name it: its place among the declared
+        ones (1-based), its kind, title and frame ("#3 LIST
+        /^list_(add|del) .../ in blk_mq_requeue_work")."""
+        return (f"#{n} {self.kind}" + (f" /{self.title}/" if self.title else "")
+                + (f" in {self.frame}" if self.frame else ""))
+
 
 SIGNATURE_KEYS = frozenset(f.name for f in dataclasses.fields(Signature))
 

@@ -47,8 +47,12 @@ def evidence(runs):
         if r["infra"]:
             c["boot failed before the test (not counted)"] += 1
         elif r.get("signature"):
-            c[r["report_title"] if r["signature"].startswith("report:") and r.get("report_title")
-              else r["signature"]] += 1
+            key = (r["report_title"] if r["signature"].startswith("report:") and r.get("report_title")
+                   else r["signature"])
+            # Records since the field was kept name the declared signature
+            # that matched ("#3 LIST"); older ones do not.
+            sig = (r.get("matched_signature") or "").split(" ")[:2]
+            c[key + (f" (signature {' '.join(sig)})" if sig[0].startswith("#") else "")] += 1
         elif r["outcome"] != "PASS":
             c[(r.get("evidence") or "-")[:80]] += 1
     return "; ".join(f"{n}× {k}" for k, n in c.most_common(4)) + (" …" if len(c) > 4 else "") or "-"

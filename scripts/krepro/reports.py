@@ -306,6 +306,40 @@ def signature_matches(report, sig):
     return True
 
 
+# Evidence kept of a run: its lines whole (a case's line is at most the
+# harness's 2 KiB message), bounded for a KTAP stream that is untrusted.
+EVIDENCE_LINES = 16
+EVIDENCE_CHARS = 16 << 10
+
+
+def joined(lines):
+    """Evidence lines as one string, " | " between them, bounded."""
+    text = " | ".join(lines[:EVIDENCE_LINES])
+    more = len(lines) - EVIDENCE_LINES
+    text = text[:EVIDENCE_CHARS] + (" …" if len(text) > EVIDENCE_CHARS else "")
+    return text + (f" (+{more} more lines)" if more > 0 else "")
+
+
+BROKEN_POINT = re.compile(r"^not ok [0-9]+ (\S+) # BROKEN\b")
+
+
+def broken_cases(ktap, cases):
+    """The cases a run's KTAP marks BROKEN, each with its first BROKEN line:
+    ["punch: BROKEN: xfs.c:12: ..."]. A FAIL outranks BROKEN in the exit
+    code; these keep the cases it would hide."""
+    names = []
+    for line in ktap.splitlines():
+        m = BROKEN_POINT.match(line)
+        if m and (m.group(1) in cases or not cases) and m.group(1) not in names:
+            names.append(m.group(1))
+    out = []
+    for name in names[:EVIDENCE_LINES]:
+        why = next((l[2:] for l in ktap.splitlines()
+                    if l.startswith(f"# {name}: BROKEN:")), f"{name}: BROKEN")
+        out.append(why)
+    return out
+
+
 def own_evidence(ktap, cases):
     """The reproducer's own FAIL lines ("# <case>: FAIL: ..."), not the
     harness's summary of kernel reports or taint."""
@@ -346,6 +380,27 @@ def landmarks(console, repro):
     return init_line, mark_line, exit_code
 
 
+def first_label(sigs, test):
+    """The label of the first declared signature that passes test, or None."""
+    return next((s.label(i) for i, s in enumerate(sigs, 1) if test(s)), None)
+
+
+class Outcome:
+    """decide()'s result being made: called with the outcome, it completes
+    and returns the record. A FAIL (or OTHER) keeps the cases its KTAP marks
+    BROKEN in its evidence: the higher outcome must not hide them."""
+
+    def __init__(self, res):
+        self.res = res
+
+    def __call__(self, outcome, evidence, signature=None, matched=None):
+        if outcome in ("FAIL", "OTHER") and self.res["broken_cases"]:
+            evidence += f" ; also BROKEN: {joined(self.res['broken_cases'])}"
+        self.res.update(outcome=outcome, evidence=evidence, signature=signature,
+                        matched_signature=matched)
+        return self.res
+
+
 def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
     """One guest run's outcome: dict with outcome, evidence, signature (the
     report or own evidence that made it FAIL), reports, exit."""
@@ -357,13 +412,12 @@ def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
     before = [r for r in reports if mark_line is None or r["line"] < mark_line]
     after = [r for r in reports if mark_line is not None and r["line"] >= mark_line]
     for r in after:
-        r["bug"] = any(signature_matches(r, s) for s in sigs)
-    res = {"exit": exit_code, "timed_out": timed_out, "reports": reports,
-           "init_line": init_line, "mark_line": mark_line, "signature": None}
-
-    def out(outcome, evidence, signature=None):
-        res.update(outcome=outcome, evidence=evidence, signature=signature)
-        return res
+        # The first declared signature it matches names it in the record.
+        r["matched"] = first_label(sigs, lambda s: signature_matches(r, s))
+        r["bug"] = r["matched"] is not None
+    out = Outcome({"exit": exit_code, "timed_out": timed_out, "reports": reports,
+                   "init_line": init_line, "mark_line": mark_line,
+                   "broken_cases": broken_cases(ktap, meta.cases)})
 
     hung = " ; guest hung" if timed_out else ""
     if init_line is None:
@@ -379,18 +433,25 @@ def decide(console, meta, ktap="", timed_out=False, qemu_status=0):
     also = f" (+{len(others)} later report(s) not in its signature: {others[0]['title']})" if others else ""
     if bug:
         more = f" (+{len(bug) - 1} more)" if len(bug) > 1 else ""
-        return out("FAIL", f"{bug[0]['title']}{more}{also}{hung}", "report: " + bug[0]["title"])
+        return out("FAIL", f"{bug[0]['title']}{more}{also}{hung}", "report: " + bug[0]["title"],
+                   bug[0]["matched"])
     if own:
-        return out("FAIL", " | ".join(own[:3]) + also, "own evidence")
+        return out("FAIL", joined(own) + also, "own evidence", "own evidence")
     if others:
         return out("OTHER", f"{others[0]['title']}"
                    + (f" (+{len(others) - 1} more)" if len(others) > 1 else "") + hung)
     if timed_out:
         if meta.hang_is_bug:
-            return out("FAIL", "hang: no result within the time limit", "hang")
+            return out("FAIL", "hang: no result within the time limit", "hang",
+                       first_label(sigs, lambda s: s.is_hang))
         return out("HANG", "no result within the time limit")
     if exit_code is None:
         return out("BROKEN", f"guest ended without a result (qemu exit {qemu_status})")
+    return by_exit(out, ktap, exit_code)
+
+
+def by_exit(out, ktap, exit_code):
+    """A run with no report after its mark that ended in time: its exit."""
     outcome = EXIT_OUTCOME.get(exit_code, "BROKEN")
     if outcome == "FAIL":
         # The harness failed the run on taint with no report on the console.
