@@ -15,7 +15,7 @@ RUN_VALUE_OPTS = ["--arch", "--branch", "--rate", "--kernel", "--tree", "--miss"
                   "--results", "--append", "--qemu-opts", "--vmlinux", "--report"]
 RUN_FLAGS = ["--version", "--dry-run", "--replace", "--expect", "--any-report", "--record-rates", "--keep",
              "--list"]
-GATE_OPTS = ["--base", "--repeat", "--miss", "--results", "--repros", "--arch", "--branch"]
+GATE_OPTS = ["--base", "--repeat", "--miss", "--results", "--repros", "--arch", "--branch", "--no-bisect", "--dry-run"]
 BISECT_OPTS = ["--tree", "--good", "--bad", "--arch", "--branch", "--rate", "--calibrate", "--miss",
                "--floor", "--max-runs", "--timeout", "--results"]
 BUNDLE_OPTS = ["--kernel", "--arch", "--branch", "--out", "--timeout"]
