@@ -244,7 +244,9 @@ ccache_paths() {
 	unset CCACHE_BASEDIR
 	case $root/ in "$(realpath -m "$KREPRO_CACHE")"/*) export CCACHE_BASEDIR=$root ;; esac
 	export CCACHE_NOHASHDIR=1
-	KREPRO_KCFLAGS="-fdebug-prefix-map=$obj=. -fdebug-prefix-map=$tree/= -fdebug-prefix-map=$rel/="
+	# kbuild maps only the absolute tree out of __FILE__ (BUG and WARN lines);
+	# with the relative paths it must map those too.
+	KREPRO_KCFLAGS="-fmacro-prefix-map=$rel/= -fdebug-prefix-map=$obj=. -fdebug-prefix-map=$tree/= -fdebug-prefix-map=$rel/="
 }
 
 # make_kernel WHAT TREE OBJ LOG STAMP: the image, with a progress line every 30 s
