@@ -55,6 +55,11 @@ ARM_REPROS = $(filter $(ALL_ARM),$(REPROS))
 # SWEEPS or DISTRO_CHECK that is none of them is a typo, refused before anything is built.
 ALL_SOURCES = $(filter-out lib,$(notdir $(patsubst %/,%,$(dir $(wildcard repro/*/CMakeLists.txt)))))
 UNKNOWN_REPROS = $(filter-out $(ALL_SOURCES),$(REPROS) $(SWEEPS) $(DISTRO_CHECK))
+# A list the goal runs that was given empty (SWEEPS=): refused, not kernels
+# built for nothing.
+EMPTY_LISTS = $(strip $(if $(filter repro-all calibrate,$(MAKECMDGOALS)),$(if $(strip $(REPROS)),,REPROS)) \
+	$(if $(filter sweeps,$(MAKECMDGOALS)),$(if $(strip $(SWEEPS)),,SWEEPS)) \
+	$(if $(filter distro-check,$(MAKECMDGOALS)),$(if $(strip $(DISTRO_CHECK)),,DISTRO_CHECK)))
 # Stable branches: each builds its own kernels and decides its own rows.
 ALL_BRANCHES := $(shell awk -F'\t' '$$1 ~ /^[0-9]/ {print $$1}' scripts/branches.tsv)
 BRANCH  ?=
@@ -76,6 +81,7 @@ all: build
 # The variables the targets below pass to run-in-qemu.sh, checked by its dry
 # run (it reads files only) before any install, build or boot.
 check-args:
+	@$(if $(EMPTY_LISTS),echo "make: $(EMPTY_LISTS) names no reproducer: nothing would run after the builds" >&2; exit 2)
 	@$(foreach b,$(BRANCHES),./run-in-qemu.sh --dry-run --branch '$(b)' --list >/dev/null &&) true
 	@$(if $(UNKNOWN_REPROS),./run-in-qemu.sh --dry-run $(UNKNOWN_REPROS) >/dev/null)
 	@./run-in-qemu.sh --dry-run $(RUN_MODE) $(firstword $(ALL_X86)) >/dev/null

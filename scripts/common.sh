@@ -34,8 +34,100 @@ tree_version() {
 		NR == 20 { exit } END { print (v != "" && p != "") ? v "." p : "tree" }' "$1/Makefile" 2>/dev/null || echo tree
 }
 
-log() { printf 'krepro: %s\n' "$*" >&2; }
-die() { printf 'krepro: error: %s\n' "$*" >&2; exit "${KREPRO_DIE_CODE:-1}"; }
+# A message that may echo input, as one safe line: control characters (a
+# newline, an escape) shown as '?', a word over 200 characters cut.
+say() {
+	printf '%s' "$*" | LC_ALL=C tr '\000-\037\177' '?' | LC_ALL=C awk '{
+		for (i = 1; i <= NF; i++) if (length($i) > 200)
+			$i = substr($i, 1, 100) "...(" length($i) " characters)..." substr($i, length($i) - 7)
+		print }'
+}
+log() { printf 'krepro: %s\n' "$(say "$*")" >&2; }
+die() { printf 'krepro: error: %s\n' "$(say "$*")" >&2; exit "${KREPRO_DIE_CODE:-1}"; }
+# Bad input before any work: one line and 128 (git bisect run stops).
+usage_die() { KREPRO_DIE_CODE=128 die "$*"; }
+
+# nearest WORD CANDIDATE...: the candidate WORD was meant to be, for "did you
+# mean": the one it is a prefix of (at least 3 characters), else the nearest
+# by edit distance when that is at most a third of its length; case ignored.
+nearest() {
+	local w=${1:0:100}
+	w=${w//[^[:print:]]/}
+	w=${w//\\/}
+	shift
+	printf '%s\n' "$@" | LC_ALL=C awk -v w="$w" '
+		function min3(x, y, z) { return x < y ? (x < z ? x : z) : (y < z ? y : z) }
+		# Edit distance, a swap of two letters counted as one typo.
+		function dist(a, b,   i, j, d, x) {
+			for (i = 0; i <= length(a); i++) d[i, 0] = i
+			for (j = 0; j <= length(b); j++) d[0, j] = j
+			for (i = 1; i <= length(a); i++) for (j = 1; j <= length(b); j++) {
+				x = min3(d[i - 1, j] + 1, d[i, j - 1] + 1,
+					d[i - 1, j - 1] + (substr(a, i, 1) != substr(b, j, 1)))
+				if (i > 1 && j > 1 && substr(a, i - 1, 2) == substr(b, j, 1) substr(b, j - 1, 1) &&
+					d[i - 2, j - 2] + 1 < x)
+					x = d[i - 2, j - 2] + 1
+				d[i, j] = x
+			}
+			return d[length(a), length(b)]
+		}
+		BEGIN { w = tolower(w); lim = int(length(w) / 3); if (lim < 1) lim = 1 }
+		length(w) >= 3 && index(tolower($0), w) == 1 && pre == "" { pre = $0 }
+		{ k = dist(w, tolower($0)); if (best == "" || k < bk) { best = $0; bk = k } }
+		END { if (pre != "") print pre; else if (best != "" && bk <= lim) print best }'
+}
+
+# parse_opts SPEC ARG...: the arguments into the array OPTS as every entry
+# point takes them: "--opt value" and "--opt=value" alike (both become
+# "--opt" "value"), -h for --help, and the rest in their order. SPEC names the
+# options, "name:" one that takes a value; an unknown option is refused with
+# the nearest known one, before any work. After "--" every argument is kept.
+parse_opts() {
+	local spec=" $1 " a name s known=(--help)
+	shift
+	for s in $spec; do known+=("--${s%:}"); done
+	OPTS=()
+	while [ $# -gt 0 ]; do
+		a=$1
+		shift
+		case $a in
+		--) OPTS+=(-- "$@"); return 0 ;;
+		-h | --help) OPTS+=(--help) ;;
+		--help=*) usage_die "--help takes no value" ;;
+		--*)
+			name=${a%%=*}
+			name=${name#--}
+			[[ $name =~ ^[a-z][a-z0-9-]*$ ]] || name=
+			case $spec in
+			*" $name: "*)
+				if [[ $a == *=* ]]; then
+					OPTS+=("--$name" "${a#*=}")
+				elif [ $# -gt 0 ]; then
+					OPTS+=("--$name" "$1")
+					shift
+				else
+					usage_die "--$name needs a value"
+				fi
+				# An empty value would pass for the option not given.
+				[ -n "${OPTS[-1]}" ] || usage_die "--$name wants a value, not an empty one" ;;
+			*" $name "*)
+				[[ $a == *=* ]] && usage_die "--$name takes no value, not '${a#*=}'"
+				OPTS+=("--$name") ;;
+			*) unknown_option "$a" "${known[@]}" ;;
+			esac ;;
+		-?*) unknown_option "$a" "${known[@]}" ;;
+		*) OPTS+=("$a") ;;
+		esac
+	done
+}
+
+# unknown_option ARG KNOWN...: the usage error for ARG, with the option meant.
+unknown_option() {
+	local a=${1%%=*} near
+	shift
+	near=$(nearest "$a" "$@")
+	usage_die "unknown option $a${near:+; did you mean $near? (options are never abbreviated)} (see --help)"
+}
 
 # Install Debian packages that are missing; a no-op when all are there.
 need_pkgs() {
@@ -146,4 +238,10 @@ kernel_image() {
 	echo "$KREPRO_KERNELS/$(basename "$(arch_field image)")-$KREPRO_BRANCH-$KREPRO_ARCH-$1"
 }
 
-mkdir -p "$KREPRO_CACHE"
+# The cache is used from here on (the scripts and make change directory):
+# an absolute path this user can make and write, or one line and 128.
+case $KREPRO_CACHE in /*) ;; *) usage_die "KREPRO_CACHE=$KREPRO_CACHE: not an absolute path" ;; esac
+[ ! -e "$KREPRO_CACHE" ] || [ -d "$KREPRO_CACHE" ] ||
+	usage_die "KREPRO_CACHE=$KREPRO_CACHE: not a directory (krepro keeps its kernels, disks and locks there)"
+mkdir -p "$KREPRO_CACHE" 2>/dev/null && [ -w "$KREPRO_CACHE" ] ||
+	usage_die "KREPRO_CACHE=$KREPRO_CACHE: cannot make or write it"

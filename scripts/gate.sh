@@ -5,6 +5,8 @@
 # usage: gate.sh [--branch B] [--base B] [--repeat N] [--results DIR] [--repros "a b"]
 #                [--no-bisect] [--dry-run] SERIES...
 #
+# Every option takes its value as --opt VALUE or --opt=VALUE.
+#
 #   SERIES          patch files (git format-patch mails), or directories whose
 #                   *.patch files are taken in name order; applied in the order given
 #   --branch B      stable branch of the flavours --base names: 6.1 | 6.12 (default
@@ -52,19 +54,21 @@ KERNELS=$TOP/scripts/kernels.sh
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; }
 
 base=patched repeat= miss= results= repros= items=() bisect=1 dry=
+parse_opts "base: repeat: miss: results: repros: arch: branch: no-bisect dry-run" "$@"
+set -- "${OPTS[@]}"
 while [ $# -gt 0 ]; do
 	case $1 in
-	--base) [ $# -ge 2 ] || die "--base needs a value"; base=$2; shift ;;
-	--repeat) [ $# -ge 2 ] || die "--repeat needs a value"; repeat=$2; shift ;;
-	--miss) [ $# -ge 2 ] || die "--miss needs a value"; miss=$2; shift ;;
-	--results) [ $# -ge 2 ] || die "--results needs a value"; results=$2; shift ;;
-	--repros) [ $# -ge 2 ] || die "--repros needs a value"; repros=$2; shift ;;
-	--arch) [ $# -ge 2 ] || die "--arch needs a value"; KREPRO_ARCH=$2; shift ;;
-	--branch) [ $# -ge 2 ] || die "--branch needs a value"; KREPRO_BRANCH=$2; shift ;;
+	--base) base=$2; shift ;;
+	--repeat) repeat=$2; shift ;;
+	--miss) miss=$2; shift ;;
+	--results) results=$2; shift ;;
+	--repros) repros=$2; shift ;;
+	--arch) KREPRO_ARCH=$2; shift ;;
+	--branch) KREPRO_BRANCH=$2; shift ;;
 	--no-bisect) bisect= ;;
 	--dry-run) dry=1 ;;
-	-h | --help) usage; exit 0 ;;
-	-*) die "unknown option $1 (see --help)" ;;
+	--help) usage; exit 0 ;;
+	--) shift; items+=("$@"); break ;;
 	*) items+=("$1") ;;
 	esac
 	shift
@@ -74,23 +78,36 @@ case " $KREPRO_BRANCHES " in *" $KREPRO_BRANCH "*) ;; *) die "--branch is one of
 KREPRO_TREE=$KREPRO_CACHE/linux-$KREPRO_BRANCH
 # kernels.sh and run-in-qemu.sh take the arch and branch from the environment.
 export KREPRO_ARCH KREPRO_BRANCH
-[ ${#items[@]} -gt 0 ] || { usage >&2; die "no SERIES given (patch files or directories)"; }
+[ ${#items[@]} -gt 0 ] || die "no SERIES given (patch files or directories; see --help)"
 [ -z "$repeat" ] || [[ $repeat =~ ^[1-9][0-9]*$ ]] || die "--repeat wants a positive number, not '$repeat'"
 if [ -n "$results" ] && [ -e "$results/run.json" ]; then
 	die "--results $results holds a past run (run.json): give a new directory"
 fi
 
+# A series is input from someone else: a directory's *.patch entries are
+# each a regular file of its own (a link, a FIFO or a device is refused, not
+# skipped or read), every patch holds a diff and is of a patch's size.
 patches=()
 for it in "${items[@]}"; do
 	if [ -d "$it" ]; then
-		mapfile -t found < <(find "$it" -maxdepth 1 -name '*.patch' -type f | LC_ALL=C sort)
+		mapfile -t found < <(find "$it" -maxdepth 1 -name '*.patch' | LC_ALL=C sort)
 		[ ${#found[@]} -gt 0 ] || die "SERIES directory $it holds no *.patch files"
+		for p in "${found[@]}"; do
+			[ -f "$p" ] && [ ! -L "$p" ] ||
+				die "SERIES $p: not a regular file (a link, a FIFO or a device is not read)"
+		done
 		patches+=("${found[@]}")
 	elif [ -f "$it" ]; then
 		patches+=("$it")
+	elif [ -e "$it" ]; then
+		die "SERIES $it: not a regular file or a directory"
 	else
 		die "SERIES: no such patch file or directory: $it"
 	fi
+done
+for p in "${patches[@]}"; do
+	[ "$(stat -L -c %s -- "$p")" -le $((64 << 20)) ] || die "SERIES $p: more than 64 MiB, not a patch"
+	grep -qm1 -e '^diff ' -e '^--- ' -- "$p" || die "SERIES $p: no diff in it (a patch, git format-patch's mail)"
 done
 for i in "${!patches[@]}"; do patches[i]=$(realpath "${patches[$i]}"); done
 
@@ -98,9 +115,9 @@ if [ -z "$repros" ]; then repros=$("$TOP/run-in-qemu.sh" --list) || exit 128; fi
 # shellcheck disable=SC2206
 repro_list=($repros)
 [ ${#repro_list[@]} -gt 0 ] || die "--repros names no reproducer"
-# The run's own checks (names, --miss, --repeat), before the tree is unpacked
+# The run's own checks (names, --miss, --repeat, --results), before the tree is unpacked
 # or anything is built: the dry run reads files only.
-"$TOP/run-in-qemu.sh" --dry-run --kernel unpatched ${miss:+--miss "$miss"} ${repeat:+--repeat "$repeat"} \
+"$TOP/run-in-qemu.sh" --dry-run --kernel unpatched ${results:+--results "$results" --replace} ${miss:+--miss "$miss"} ${repeat:+--repeat "$repeat"} \
 	"${repro_list[@]}" >/dev/null || exit 128
 case $base in
 unpatched | patched) ;;

@@ -625,10 +625,7 @@ cmd_clean_bisect() {
 	log "freed $(((after - before) / 1024)) MiB"
 }
 
-usage_error() {
-	printf 'krepro: error: %s\n%s\n' "$1" "$USAGE" >&2
-	exit 128
-}
+usage_error() { usage_die "$1 (usage: kernels.sh --help)"; }
 
 check_flavours() {
 	local f
@@ -657,9 +654,6 @@ check-patches) [ $# -eq 0 ] || usage_error "check-patches takes no argument"; cm
 clean-bisect) [ $# -eq 0 ] || usage_error "clean-bisect takes no argument"; cmd_clean_bisect ;;
 "") usage_error "a command is needed" ;;
 *)
-	near=
-	for c in tree series build stale stamp check-patches check-series build-series build-tree fetch-debian clean-bisect; do
-		case $c in "${cmd:0:3}"*) near=$c; break ;; esac
-	done
+	near=$(nearest "$cmd" tree series build stale stamp check-patches check-series build-series build-tree fetch-debian clean-bisect)
 	usage_error "unknown command '${cmd:0:40}'${near:+; did you mean $near?}" ;;
 esac

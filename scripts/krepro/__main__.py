@@ -22,7 +22,7 @@ import os  # noqa: E402
 
 from .results import gate as gatemod, render  # noqa: E402
 from .protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE  # noqa: E402
-from .untrusted import Refused, say  # noqa: E402
+from .untrusted import Refused, say, unwritable  # noqa: E402
 from .options import Parser  # noqa: E402
 
 SUBCOMMANDS = ("run", "report", "gate", "classify", "bisect", "fixcheck", "bundle", "matrix")
@@ -181,7 +181,8 @@ def bundle(argv):
     p.add_argument("--arch", default=os.environ.get("KREPRO_ARCH") or "x86_64")
     p.add_argument("--branch", default=os.environ.get("KREPRO_BRANCH") or None)
     p.add_argument("--out", default=".")
-    p.add_argument("--timeout", type=int)
+    from .cli import bounded
+    p.add_argument("--timeout", type=bounded("--timeout"))
     o = p.parse_args(argv)
     from . import arches, branches
     from .bundle import make as bundlemod
@@ -190,8 +191,10 @@ def bundle(argv):
         return fail("bundle", f"--arch is one of: {' '.join(arches.ARCHES)}, not '{o.arch}'")
     if o.branch is not None and o.branch not in branches.BRANCHES:
         return fail("bundle", f"--branch is one of: {' '.join(branches.BRANCHES)}, not '{o.branch[:40]}'")
-    if o.timeout is not None and not 1 <= o.timeout <= 86400:
-        return fail("bundle", f"--timeout wants a whole number from 1 to 86400, not '{o.timeout}'")
+    if os.path.exists(o.out) and not os.path.isdir(o.out):
+        return fail("bundle", f"--out {o.out}: not a directory")
+    if unwritable(o.out):
+        return fail("bundle", f"--out {o.out}: {unwritable(o.out)}")
     try:
         d, tarball = bundlemod.make(o.repro, o.kernel, o.arch, o.out, o.timeout, o.branch)
     except (kernels.UsageError, bundlemod.BundleError, metamod.MetaError) as e:
@@ -212,6 +215,15 @@ def matrix(argv):
     p.add_argument("--out")
     o = p.parse_args(argv)
     from .results import matrix as matrixmod
+    if o.out and os.path.lexists(o.out):
+        # Checked before the runs are read: a device is never renamed over.
+        from .untrusted import replaceable
+        try:
+            replaceable(o.out)
+        except OSError as e:
+            return fail("matrix", f"--out {o.out}: {e.strerror}")
+    if o.out and unwritable(o.out):
+        return fail("matrix", f"--out {o.out}: {unwritable(o.out)}")
     return matrixmod.main(o.dirs, o.out)
 
 

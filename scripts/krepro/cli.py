@@ -18,25 +18,22 @@ from .protocol import DEFAULT_MISS, TIMEOUT_MARGIN, UNDECIDED, USAGE
 from .results import render
 from .run_checks import check_miss, check_report, check_repros
 from .run_help import HELP
-from .untrusted import Refused, say
+from .untrusted import Refused, no_build, say, unwritable
 
 # A disk that fills up or turns read-only under a run (results or cache).
 DISK_ERRORS = (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO)
+from .options import empty_value, option_hint
 PROG = "krepro"
 
 
 class Parser(argparse.ArgumentParser):
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        empty_value(self, args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message):
-        hint = ""
-        if message.startswith("unrecognized arguments:"):
-            opts = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
-            for word in message.split(":", 1)[1].split():
-                word = word.split("=", 1)[0]
-                close = [s for s in opts if s.startswith(word)] if word.startswith("--") else []
-                close = close or difflib.get_close_matches(word, opts, n=1)
-                if close:
-                    hint = f"; did you mean {close[0]}? (options are never abbreviated)"
-                    break
+        hint = option_hint(self, message)
         print(f"{PROG}: error: {say(message)}{hint} (see run-in-qemu.sh --help)", file=sys.stderr)
         sys.exit(USAGE)
 
@@ -180,6 +177,7 @@ def check_env(o):
     try:
         guest.after_report()
         cache()
+        no_build()
     except Refused as e:
         return str(e)
     initrd = os.environ.get("KREPRO_INITRD")
@@ -258,6 +256,9 @@ def check_results(o):
     run_json = os.path.join(o.results, "run.json")
     if os.path.exists(o.results) and not os.path.isdir(o.results):
         return f"--results {o.results}: not a directory"
+    place = unwritable(o.results)
+    if place:
+        return f"--results {o.results}: {place}"
     if os.path.exists(run_json) and not o.replace:
         return (f"--results {o.results} holds a past run (run.json): give a new directory, "
                 "or add --replace to overwrite it")
@@ -325,7 +326,7 @@ def main(argv):
 def run(config):
     """Build the reproducers, then the run."""
     try:
-        if not os.environ.get("KREPRO_NO_BUILD"):
+        if not no_build():
             metamod.ensure_built()
         metas = metamod.load_all()
     except metamod.MetaError as e:

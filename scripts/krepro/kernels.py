@@ -11,6 +11,7 @@ from . import detectors as evidence
 from .log import log
 from .paths import SCRIPTS, cache, kernels as kernels_dir
 from .options import UsageError  # noqa: F401  (callers catch kernels.UsageError)
+from .untrusted import Refused, check_path_input, no_build, say
 
 FLAVOURS = ("unpatched", "patched")
 
@@ -49,6 +50,20 @@ def unpatched_build(arch, branch=None):
 
 
 
+# A kernel image or package is tens of MB; a -dbg package or a vmlinux
+# with its debug information about a GB.
+IMAGE_MAX = 512 << 20
+DEBUG_MAX = 4 << 30
+
+
+def is_elf(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
 class Kernel:
     def __init__(self, spec, arch, branch=None):
         self.spec, self.arch = spec, arch
@@ -81,8 +96,9 @@ class Kernel:
                                  f"({' or '.join(FLAVOURS)})"
                                  + (f"; did you mean {close[0]}?" if close else ""))
             try:
+                check_path_input(self.spec, IMAGE_MAX)
                 found = distro.resolve(self.spec)
-            except distro.DistroError as e:
+            except (distro.DistroError, Refused) as e:
                 raise UsageError(f"--kernel {e}")
             if found:
                 # A distribution kernel with its modules.
@@ -98,9 +114,9 @@ class Kernel:
         """Build what is missing (flavours, trees); the image path."""
         if self.flavour:
             self.image = flavour_image(self.arch, self.flavour, self.run_branch)
-            if os.environ.get("KREPRO_NO_BUILD"):
+            if no_build():
                 if not os.path.isfile(self.image):
-                    raise Undecidable(f"KREPRO_NO_BUILD is set and there is no {self.image}")
+                    raise Undecidable(f"KREPRO_NO_BUILD=1 and there is no {self.image}")
             elif not os.path.isfile(self.image) or \
                     kernels_sh(self.arch, "stale", self.flavour, branch=self.run_branch).stdout.strip():
                 log(f"the {self.run_branch} {self.flavour} kernel is missing or stale: building it first")
@@ -120,7 +136,13 @@ class Kernel:
     def set_debug(self, spec):
         """--vmlinux: a vmlinux with debug information, or Debian's
         linux-image-*-dbg package (.deb or unpacked) holding one."""
-        root = distro.unpack_deb(spec) if spec.endswith(".deb") and os.path.isfile(spec) else spec
+        try:
+            check_path_input(spec, DEBUG_MAX)
+            root = distro.unpack_deb(spec) if spec.endswith(".deb") and os.path.isfile(spec) else spec
+        except FileNotFoundError:
+            raise UsageError(f"--vmlinux {spec}: no such file")
+        except (distro.DistroError, Refused, OSError) as e:
+            raise UsageError(f"--vmlinux {say(e)}")
         if os.path.isdir(root):
             found = distro.debug_vmlinux(root, self.release)
             if not found:
@@ -128,6 +150,9 @@ class Kernel:
                                  f"{self.release or '*'} in it")
             self.debug = found
         elif os.path.isfile(spec):
+            if not is_elf(spec):
+                raise UsageError(f"--vmlinux {spec}: not an ELF file (a vmlinux, not a bzImage "
+                                 "or zImage), nor a -dbg .deb")
             self.debug = (os.path.realpath(spec), None)
         else:
             raise UsageError(f"--vmlinux {spec}: no such file")

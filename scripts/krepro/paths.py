@@ -3,7 +3,7 @@ import hashlib
 import os
 import subprocess
 
-from .untrusted import Refused, cut
+from .untrusted import Refused, cut, unwritable
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(TOP, "scripts")
@@ -19,6 +19,12 @@ def cache():
         what = f"the cache {cut(c)}"
     if os.path.exists(c) and not os.path.isdir(c):
         raise Refused(f"{what}: not a directory (krepro keeps its kernels, disks and locks there)")
+    if not os.path.isabs(c):
+        # Each command would find it elsewhere: make and the scripts change directory.
+        raise Refused(f"{what}: not an absolute path")
+    place = unwritable(c)
+    if place:
+        raise Refused(f"{what}: {place}")
     return c
 
 

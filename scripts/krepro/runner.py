@@ -17,7 +17,7 @@ from .kernels import Kernel, Undecidable, check_kconfig, prepare_kernels, unpatc
 from .paths import TOP, build, git_commit
 from .protocol import INTERRUPTED, UNDECIDED, USAGE
 from .scheduler import Scheduler
-from .untrusted import write_whole
+from .untrusted import no_build, write_whole
 
 
 class RunRecord:
@@ -66,9 +66,9 @@ def now():
 def build_guest(arch):
     sub = "" if arch == "x86_64" else arch
     image = os.path.join(build(), sub, "guest", "initramfs.cpio")
-    if os.environ.get("KREPRO_NO_BUILD"):
+    if no_build():
         if not os.path.isfile(image):
-            raise RuntimeError(f"KREPRO_NO_BUILD is set and there is no guest image {image}")
+            raise RuntimeError(f"KREPRO_NO_BUILD=1 and there is no guest image {image}")
         return image
     target = "guest" if arch == "x86_64" else f"guest-{arch}"
     p = subprocess.run(["make", "-C", TOP, "--no-print-directory", "-s", f"BUILD={build()}", target],

@@ -2,6 +2,7 @@
 argument, a variable. A path it names stays inside its directory, only a
 regular file is read, and only so much of it; what it says is escaped before
 it is written anywhere (docs/design-notes.md, "Input from someone else")."""
+import errno
 import os
 import re
 import shutil
@@ -119,6 +120,7 @@ def create(path):
     was there (a link out of a run directory handed over, a FIFO) removed
     first, never followed (O_EXCL, O_NOFOLLOW). OSError as open() raises it."""
     if os.path.lexists(path):
+        replaceable(path)
         os.unlink(path)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     return os.fdopen(fd, "w")
@@ -127,9 +129,22 @@ def create(path):
 def write_whole(path, text):
     """path written whole: a new temporary file renamed over it (which
     replaces a link at path, not what it points to)."""
+    if os.path.lexists(path):
+        replaceable(path)
     with create(path + ".tmp") as f:
         f.write(text)
     os.replace(path + ".tmp", path)
+
+
+def replaceable(path):
+    """OSError unless what is at path is a regular file or a link (a link is
+    replaced, never followed): an output given as /dev/null, a FIFO or a
+    directory is not renamed over or unlinked (as root, that would replace
+    the device). An OSError, as a write that fails is: every writer says it."""
+    mode = os.lstat(path).st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise OSError(errno.EISDIR if stat.S_ISDIR(mode) else errno.EEXIST,
+                      f"{kind(mode)} is there, not a regular file", path)
 
 
 def fresh_dir(d, names):
@@ -149,3 +164,48 @@ def fresh_dir(d, names):
 
 def read_text(path, limit, truncate=False):
     return read_bytes(path, limit, truncate).decode("utf-8", errors="replace")
+
+
+def env_flag(name):
+    """An on/off variable, one rule for every command: unset, empty or 0 is
+    off, 1 is on, anything else Refused (a "no" or "false" read as on would
+    do the opposite of what was meant). Read where it is used."""
+    v = os.environ.get(name, "")
+    if v not in ("", "0", "1"):
+        raise Refused(f"{name} is 1 (on) or 0, empty or unset (off), not '{cut(v)}'")
+    return v == "1"
+
+
+def no_build():
+    """KREPRO_NO_BUILD=1: use what is built, build nothing."""
+    return env_flag("KREPRO_NO_BUILD")
+
+
+def unwritable(path):
+    """Why a run cannot write path, a directory it makes or fills (its
+    nearest existing ancestor not a writable directory), or None: said before
+    any work, not after a build."""
+    p = os.path.abspath(path)
+    while not os.path.lexists(p):
+        p = os.path.dirname(p)
+    if not os.path.isdir(p):
+        return f"{p} is not a directory"
+    if not os.access(p, os.W_OK | os.X_OK) or not os.access(p, os.R_OK):
+        return f"{p} is not a directory this user can write"
+    return None
+
+
+def check_path_input(path, limit):
+    """A path argument that names a file or a directory (a --kernel, a
+    --vmlinux): Refused when it is neither (a FIFO would hang the read, a
+    device read without end) or a file larger than limit."""
+    if "\0" in path:
+        raise Refused(f"{cut(repr(path))}: not a path (a NUL in it)")
+    st = os.stat(path)
+    if stat.S_ISDIR(st.st_mode):
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise Refused(f"{cut(path)}: is {kind(st.st_mode)}, not a regular file or a directory")
+    if st.st_size > limit:
+        raise Refused(f"{cut(path)}: {st.st_size} bytes, more than the {limit >> 20} MiB "
+                      "krepro reads of it")

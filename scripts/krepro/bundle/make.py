@@ -23,6 +23,7 @@ from .. import guest, meta as metamod, runner
 from ..arches import ARCHES
 from ..kernels import Kernel, UsageError, Undecidable, kernel_config, prepare_kernels
 from ..paths import file_sha256, repro_dir
+from ..untrusted import no_build
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "run-bundle.sh.in")
 INITRD = "initramfs.cpio"
@@ -148,7 +149,7 @@ def make(repro, spec, arch, out_dir, timeout=None, branch=None):
     branch = branch or branches.DEFAULT
     kernel = Kernel(spec, arch, branch)
     kernel.check()
-    if not os.environ.get("KREPRO_NO_BUILD"):
+    if not no_build():
         metamod.ensure_built()
     meta = metamod.load_all().get(repro)
     if meta is None:

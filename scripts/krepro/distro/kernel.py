@@ -27,10 +27,12 @@ import lzma
 import os
 import shutil
 import subprocess
+import tarfile
 
 from ..arches import ARCHES
 from .modules import MODULE_EXT, Modules, closure, implied, mod_name, module_index, option_objects
 from ..paths import TOP, cache, file_sha256
+from ..untrusted import say
 
 # What every guest needs from the kernel before a reproducer runs: the
 # virtio transport, the KTAP channel (virtio console), the scratch disk.
@@ -43,16 +45,67 @@ class DistroError(Exception):
     pass
 
 
+# What a package may unpack to: a -dbg package is about 5 GB unpacked.
+UNPACKED_MAX = 16 << 30
+MEMBERS_MAX = 200000
+
+
+def check_deb(deb):
+    """A .deb's members read before anything is written (it is input from
+    someone else): each a regular file, a directory or a link, every name
+    and link inside the package's root, their sizes bounded. DistroError
+    says what is wrong with it."""
+    p = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", deb], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        total = 0
+        with tarfile.open(fileobj=p.stdout, mode="r|") as tar:
+            for n, m in enumerate(tar):
+                why = member_problem(m)
+                total += m.size
+                if why or n >= MEMBERS_MAX or total > UNPACKED_MAX:
+                    raise DistroError(f"{say(deb)}: not unpacked: " + (
+                        why or f"more than {MEMBERS_MAX} members or {UNPACKED_MAX >> 30} GiB"))
+    except tarfile.TarError as e:
+        p.kill()
+        err = p.communicate()[1].decode(errors="replace").strip().splitlines()
+        raise DistroError(f"{say(deb)}: not a Debian package ({say(err[0] if err else e)})")
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+        p.stdout.close()
+        p.stderr.close()
+
+
+def member_problem(m):
+    """Why a package member must not be unpacked, or None."""
+    name = os.path.normpath(m.name)
+    if os.path.isabs(m.name) or name == ".." or name.startswith("../"):
+        return f"member {say(m.name)} leads out of the package"
+    if not (m.isreg() or m.isdir() or m.issym() or m.islnk()):
+        return f"member {say(m.name)} is not a regular file, a directory or a link"
+    if m.issym() or m.islnk():
+        base = os.path.dirname(name) if m.issym() else ""
+        to = os.path.normpath(os.path.join(base, m.linkname))
+        if os.path.isabs(m.linkname) or to == ".." or to.startswith("../"):
+            return f"link {say(m.name)} -> {say(m.linkname)} leads out of the package"
+    return None
+
+
 def unpack_deb(deb):
     """A linux-image .deb unpacked once into the cache (never installed),
-    with the modules.dep its postinst would have made (depmod -b)."""
+    with the modules.dep its postinst would have made (depmod -b); its
+    members checked first (check_deb)."""
     root = os.path.join(cache(), "distro", f"{os.path.basename(deb)[:-4]}-{file_sha256(deb)[:12]}")
     if not os.path.isdir(root):
+        check_deb(deb)
         tmp = root + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)
         p = subprocess.run(["dpkg-deb", "-x", deb, tmp], capture_output=True, text=True)
         if p.returncode:
+            shutil.rmtree(tmp, ignore_errors=True)
             raise DistroError(f"{deb}: dpkg-deb -x failed: {p.stderr.strip()}")
         os.replace(tmp, root)
     return root
@@ -81,7 +134,23 @@ def resolve(spec):
     release = os.path.basename(images[0])[len("vmlinuz-"):]
     if not os.path.isdir(os.path.join(root, "lib", "modules", release)):
         raise DistroError(f"{spec}: no lib/modules/{release} beside {images[0]}")
+    check_links(root, ["boot", os.path.join("lib", "modules", release)])
     return images[0], release, root
+
+
+def check_links(root, subs):
+    """DistroError when something under root/sub (for each sub) is a link
+    out of root, or neither a file, a directory nor a link: what goes into
+    a guest image (and a bundle) comes from the package, not the host."""
+    top = os.path.realpath(root)
+    paths = [os.path.join(root, sub) for sub in subs]
+    paths += [os.path.join(d, n) for p in list(paths) for d, ds, fs in os.walk(p) for n in ds + fs]
+    for p in paths:
+        real = os.path.realpath(p)
+        if os.path.commonpath([top, real]) != top:
+            raise DistroError(f"{say(p)}: a link out of {say(root)}")
+        if not (os.path.isfile(real) or os.path.isdir(real)):
+            raise DistroError(f"{say(p)}: not a regular file or a directory")
 
 
 def debug_vmlinux(root, release=None):

@@ -9,7 +9,7 @@ import sys
 
 from . import firmware as boots, logtext, pasted, console as reports
 from ..protocol import CLEAN, REPRODUCED, USAGE
-from ..untrusted import Refused, check_regular, clean, say
+from ..untrusted import Refused, check_regular, clean, no_build, say
 
 USAGE_LINE = "[--json] [--vmlinux VMLINUX] LOG"
 
@@ -65,7 +65,7 @@ def signatures():
     """[(Reproducer, Signature)] of every reproducer built, or ([], why not)."""
     from .. import meta
     try:
-        if os.environ.get("KREPRO_NO_BUILD") != "1":
+        if not no_build():
             meta.ensure_built()
         metas = meta.load_all()
     except meta.MetaError as e:
