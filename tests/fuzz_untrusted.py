@@ -14,6 +14,7 @@ replaced by one that fails the case), classify uses the signatures built
 that leaves a mark (tests/test_contract.py's setup).
 
   FUZZ_SCALE=N  N times as many cases (default 1)."""
+
 import contextlib
 import importlib.util
 import io
@@ -36,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import test_contract  # noqa: E402
 import test_untrusted as tu  # noqa: E402
+sys.dont_write_bytecode = True  # the tree copy must not change, not even by Python
 
 SCALE = float(os.environ.get("FUZZ_SCALE") or 1)
 CONTRACT = {0, 1, 125, 128, 130}

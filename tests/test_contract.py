@@ -270,7 +270,10 @@ def setup(scratch):
            if not k.startswith("KREPRO_") and k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     env.update(KREPRO_CACHE=cache, KREPRO_QEMU=os.path.join(scratch, "qemu"),
                PATH=bindir + os.pathsep + env.get("PATH", "/usr/bin:/bin"),
-               PYTHONPATH=os.path.join(top, "scripts"))
+               PYTHONPATH=os.path.join(top, "scripts"),
+               # The interpreter's byte-code cache is not krepro writing: a
+               # fresh clone has none, and the copy must not change.
+               PYTHONDONTWRITEBYTECODE="1")
     subst = {"run": os.path.join(top, "run-in-qemu.sh"), "gate": os.path.join(top, "scripts", "gate.sh"),
              "kernels": os.path.join(top, "scripts", "kernels.sh"), "top": top, "s": s,
              "py": "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable}

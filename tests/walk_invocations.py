@@ -20,6 +20,7 @@ usage: tests/walk_invocations.py [--every N] [WORD]
              the whole walk, 579 invocations, took 157 s on 2 shared cores)
   WORD       only the invocations whose name holds WORD
 """
+
 import io
 import os
 import stat
@@ -33,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import test_contract as contract  # noqa: E402
 from walk_table import table  # noqa: E402
+sys.dont_write_bytecode = True  # the tree copy must not change, not even by Python
 
 CONTRACT = {0, 1, 125, 128, 130}
 # Left in the cache only by work: a tree unpacked, a kernel or image built.
