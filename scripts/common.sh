@@ -42,6 +42,31 @@ say() {
 			$i = substr($i, 1, 100) "...(" length($i) " characters)..." substr($i, length($i) - 7)
 		print }'
 }
+
+# ccache_paths TREE OBJ: what lets one tree's objects serve another's build.
+# kbuild names the sources by TREE's absolute path, so ccache would key every
+# object on where the tree is. Where TREE and OBJ share a root in the cache
+# (ROOT/linux-B and ROOT/build/B/ARCH: the flavours' trees, and the scratch
+# trees of bisect and the gate, which copy that layout), CCACHE_BASEDIR=ROOT
+# makes the paths relative, the same for every such tree: a tree with the
+# flavours' sources builds from the cache. The debug info gets tree-relative
+# names (decoded traces say kernel/fork.c, not one tree's path); ccache makes
+# these maps relative too, so they key alike in every such tree, and
+# NOHASHDIR keeps the object directory out of the key.
+ccache_paths() {
+	local tree obj root rel
+	tree=$(realpath "$1") obj=$(realpath -m "$2")
+	root=$tree
+	while [ "$root" != / ] && [ "${obj#"$root"/}" = "$obj" ]; do root=$(dirname "$root"); done
+	rel=$(realpath -m --relative-to="$obj" "$tree")
+	unset CCACHE_BASEDIR
+	case $root/ in "$(realpath -m "$KREPRO_CACHE")"/*) export CCACHE_BASEDIR=$root ;; esac
+	export CCACHE_NOHASHDIR=1
+	# kbuild maps only the absolute tree out of __FILE__ (BUG and WARN lines);
+	# with the relative paths it must map those too.
+	KREPRO_KCFLAGS="-fmacro-prefix-map=$rel/= -fdebug-prefix-map=$obj=. -fdebug-prefix-map=$tree/= -fdebug-prefix-map=$rel/="
+}
+
 log() { printf 'krepro: %s\n' "$(say "$*")" >&2; }
 die() { printf 'krepro: error: %s\n' "$(say "$*")" >&2; exit "${KREPRO_DIE_CODE:-1}"; }
 # Bad input before any work: one line and 128 (git bisect run stops).

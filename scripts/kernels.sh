@@ -226,28 +226,6 @@ cross_compile() { arch_field cross; }
 cross_pkgs() { local c; c=$(cross_compile); [ -z "$c" ] || echo "gcc-${c%-}"; }
 image_path_in_obj() { arch_field image; }
 
-# ccache_paths TREE OBJ: what lets one tree's objects serve another's build.
-# kbuild names the sources by TREE's absolute path, so ccache would key every
-# object on where the tree is. Where TREE and OBJ share a root in the cache
-# (ROOT/linux-B and ROOT/build/B/ARCH: the flavours' trees, and the scratch
-# trees of bisect and the gate, which copy that layout), CCACHE_BASEDIR=ROOT
-# makes the paths relative, the same for every such tree: a tree with the
-# flavours' sources builds from the cache. The debug info gets tree-relative
-# names (decoded traces say kernel/fork.c, not one tree's path); ccache does
-# not hash these maps, and NOHASHDIR keeps the object directory out of it.
-ccache_paths() {
-	local tree obj root rel
-	tree=$(realpath "$1") obj=$(realpath -m "$2")
-	root=$tree
-	while [ "$root" != / ] && [ "${obj#"$root"/}" = "$obj" ]; do root=$(dirname "$root"); done
-	rel=$(realpath -m --relative-to="$obj" "$tree")
-	unset CCACHE_BASEDIR
-	case $root/ in "$(realpath -m "$KREPRO_CACHE")"/*) export CCACHE_BASEDIR=$root ;; esac
-	export CCACHE_NOHASHDIR=1
-	# kbuild maps only the absolute tree out of __FILE__ (BUG and WARN lines);
-	# with the relative paths it must map those too.
-	KREPRO_KCFLAGS="-fmacro-prefix-map=$rel/= -fdebug-prefix-map=$obj=. -fdebug-prefix-map=$tree/= -fdebug-prefix-map=$rel/="
-}
 
 # make_kernel WHAT TREE OBJ LOG STAMP: the image, with a progress line every 30 s
 # (files compiled so far against the last build in OBJ, elapsed time).
