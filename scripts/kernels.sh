@@ -19,6 +19,8 @@
 #                                or does not build). The cache's tree is built in
 #                                the flavours' object directory, as build-series
 #                                builds it (the gate's culprit search)
+#   kernels.sh obj-dir DIR       the object directory build-tree builds DIR in (the
+#                                one place that layout is decided)
 #   kernels.sh clean-bisect      remove the scratch clones of krepro bisect, fixcheck and the
 #                                gate (with their object directories) and say what
 #                                that freed; the flavours and ccache stay
@@ -515,14 +517,22 @@ cmd_build_series() {
 # fragments in an object directory of its own under the cache: nothing is
 # written into the tree. Prints the image path; its build log is in the object
 # directory. Exit 125 (git bisect's "skip") when it is no kernel tree or fails.
+# The object directory build-tree uses for the tree at the absolute path $1.
+build_tree_obj() {
+	# The cache's tree keeps its one object directory, whoever builds it:
+	# the gate bisects its series there, and BAD is then the build just made.
+	if [ -d "$KREPRO_TREE" ] && [ "$1" = "$(realpath "$KREPRO_TREE")" ]; then
+		echo "$OBJ"
+	else
+		tree_obj "$1"
+	fi
+}
+
 cmd_build_tree() {
 	local src obj logf t0 t1
 	[ -d "${1:-}" ] || KREPRO_DIE_CODE=125 die "--tree ${1:-}: no such directory"
 	src=$(realpath "$1")
-	obj=$(tree_obj "$src")
-	# The cache's tree keeps its one object directory, whoever builds it:
-	# the gate bisects its series there, and BAD is then the build just made.
-	[ -d "$KREPRO_TREE" ] && [ "$src" = "$(realpath "$KREPRO_TREE")" ] && obj=$OBJ
+	obj=$(build_tree_obj "$src")
 	mkdir -p "$obj"
 	logf=$obj/krepro-build.log
 	if [ ! -f "$src/Makefile" ] || [ ! -d "$src/arch/$(kbuild_arch)" ] ||
@@ -575,7 +585,7 @@ cmd_fetch_debian() {
 	echo "$deb"
 }
 
-USAGE="usage: kernels.sh tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | stamp FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | fetch-debian PKG | clean-bisect
+USAGE="usage: kernels.sh tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | stamp FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | obj-dir DIR | fetch-debian PKG | clean-bisect
 (KREPRO_BRANCH: $KREPRO_BRANCHES; KREPRO_ARCH: $KREPRO_ARCHES; FLAVOUR: $KREPRO_FLAVOURS)"
 
 # Bad input before any work (no lock taken, nothing unpacked or built): one
@@ -623,6 +633,7 @@ fetch-debian) [ $# -eq 1 ] || usage_error "fetch-debian takes one PKG"; cmd_fetc
 check-series) [ $# -ge 2 ] || usage_error "check-series takes TREE BASE PATCH..."; cmd_check_series "$@" ;;
 build-series) [ $# -ge 3 ] || usage_error "build-series takes NAME TREE BASE PATCH..."; cmd_build_series "$@" ;;
 build-tree) [ $# -eq 1 ] || usage_error "build-tree takes one DIR"; cmd_build_tree "$1" ;;
+obj-dir) [ $# -eq 1 ] || usage_error "obj-dir takes one DIR"; build_tree_obj "$(realpath -m -- "$1")" ;;
 stale | stamp | series)
 	[ $# -eq 1 ] || usage_error "$cmd takes one FLAVOUR"
 	check_flavours "$1"
@@ -632,6 +643,6 @@ check-patches) [ $# -eq 0 ] || usage_error "check-patches takes no argument"; cm
 clean-bisect) [ $# -eq 0 ] || usage_error "clean-bisect takes no argument"; cmd_clean_bisect ;;
 "") usage_error "a command is needed" ;;
 *)
-	near=$(nearest "$cmd" tree series build stale stamp check-patches check-series build-series build-tree fetch-debian clean-bisect)
+	near=$(nearest "$cmd" tree series build stale stamp check-patches check-series build-series build-tree obj-dir fetch-debian clean-bisect)
 	usage_error "unknown command '${cmd:0:40}'${near:+; did you mean $near?}" ;;
 esac

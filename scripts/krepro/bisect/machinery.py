@@ -70,10 +70,13 @@ def scratch_dir(tree):
 
 def built_before(scratch, arch):
     """Whether the scratch clone's object directory holds a build already:
-    then the first step rebuilds what changed, not the whole tree."""
-    name = os.path.basename(scratch)[len("linux-"):]
-    obj = os.path.join(os.path.dirname(scratch), "build", name, arch)
-    return os.path.isfile(os.path.join(obj, "vmlinux"))
+    then the first step rebuilds what changed, not the whole tree. Where
+    that directory is, kernels.sh alone says (obj-dir)."""
+    env = dict(os.environ, KREPRO_ARCH=arch)
+    p = subprocess.run([os.path.join(SCRIPTS, "kernels.sh"), "obj-dir", scratch], env=env,
+                       capture_output=True, text=True)
+    obj = p.stdout.strip()
+    return p.returncode == 0 and bool(obj) and os.path.isfile(os.path.join(obj, "vmlinux"))
 
 
 def prepare_scratch(scratch, tree):
