@@ -12,6 +12,8 @@ GOLDEN = sorted(glob.glob(os.path.join(HERE, "console", "*.log")))
 STAMP = re.compile(r"^\[ *([0-9]+)\.([0-9]+)\] ?")
 FRAME = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\+0x[0-9a-f]+/0x[0-9a-f]+")
 JOURNAL = "Nov 13 08:58:21 host kernel: "
+# %b in ru_RU, fr_FR, de_DE, zh_CN
+LOCAL_MONTHS = ("июл", "déc.", "Mär", "11月")
 
 
 def message(line):
@@ -122,6 +124,10 @@ WRAPPINGS = {
     "dmesg-x-T": per_line(lambda l: "kern  :warn  : [Mon Nov 13 08:58:21 2023] " + message(l)),
     "interleaved-userspace": interleaved,
     "decoded-inline": per_line(decoded_inline),
+    # journalctl and syslog under a locale: the month in its language.
+    "journalctl-localized-month": lambda lines: [
+        f"{LOCAL_MONTHS[i % len(LOCAL_MONTHS)]} 13 08:58:21 host kernel: " + message(l)
+        for i, l in enumerate(lines)],
 }
 
 

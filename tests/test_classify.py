@@ -76,6 +76,8 @@ HEADERS = (
      ('BUG', 'BUG: unable to handle kernel', 'BUG: unable to handle kernel')),
     ('Unable to handle kernel NULL pointer dereference at virtual address 00000010',
      ('BUG', 'Unable to handle kernel NULL pointer dereference', 'BUG: unable to handle kernel NULL pointer dereference in corrupted')),
+    ('CPU 0 Unable to handle kernel paging request at virtual address fffffff0, epc == 8005d844, ra == 800575ec',
+     ('BUG', 'Unable to handle kernel paging request', 'BUG: unable to handle kernel paging request in corrupted')),
     ('Unable to handle kernel execute from non-executable memory at virtual address c0100000',
      ('BUG', 'Unable to handle kernel execute from non-executable memory', 'Unable to handle kernel execute from non-executable memory in corrupted')),
     ('BUG: spinlock bad magic on CPU#0, t/7',
@@ -375,6 +377,10 @@ class Culprits(unittest.TestCase):
                   "Write of size 4 at addr ffff888004a2c800 by task t/7\n"
                   "Call Trace:\n memcpy+0x1/0x2\n __x64_sys_writer.cold+0x1/0x2\n")
         self.assertEqual(c["culprit"], "KASAN: slab-out-of-bounds Write in sys_writer")   # one prefix
+        # Lines a blank in, as a cut prefix leaves them: the header reads so, the access too.
+        c = crash(" BUG: KASAN: use-after-free in victim_fn+0x1/0x2\n"
+                  " Read of size 8 at addr ffff888004a2c800 by task t/7\n")
+        self.assertEqual(c["access"], "Read")
 
     # (what the case shows, log, culprit title)
     CASES = (

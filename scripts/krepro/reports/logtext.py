@@ -8,7 +8,8 @@ What comes off the front of a line, in this order, each where present:
     more journalctl puts under a record's first line for its later lines
   - a syslog or journal prefix ending in "kernel: ": journalctl's short,
     short-precise, short-iso and short-monotonic forms, RFC 3164 and ISO
-    syslog times, with or without a host name
+    syslog times (a month named in the locale's language too), with or
+    without a host name
   - dmesg's "kern  :warn  : " (-x), a "<4>" level (-r), /dev/kmsg's
     "4,1234,5678,-;"
   - one timestamp: "[  123.456789]", "[Mon Nov 13 08:58:21 2023]" (-T),
@@ -40,7 +41,8 @@ from .needles import (alternatives, any_needles, hit_lines, needle, needles,  # 
 # journalctl -o short / short-precise: "Nov 13 08:58:21[.123456] "; RFC 3164
 # syslog the same; ISO: "2023-11-13T08:58:21[.123456][+00:00|Z] ";
 # short-monotonic: "[ 1234.567890] ". Then an optional host, "kernel:".
-_DAY = r"[A-Z][a-z]{2} [ 0-3]?[0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+# The month is the locale's: "Nov", "июл", "déc.", "11月".
+_DAY = r"(?:[^\W\d_]{2,5}\.?|[ 0-9]?[0-9]月) [ 0-3]?[0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
 _ISO = r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
 _MONO = r"\[ *[0-9]+\.[0-9]+\]"
 _SYSLOG = rf"(?:<[0-9]+>)?(?:{_DAY}|{_ISO}|{_MONO}) (?:[^ ]+ )?kernel: ?"

@@ -91,7 +91,7 @@ SUFFIX = re.compile(r"\..*$")
 # Syscall wrappers, dropped from the name (the first that matches).
 WRAPPER = re.compile(r"^(compat_SYSC_|compat_SyS_|SYSC_|SyS_|__(x64|ia32|arm64)_|____sys_|___sys_|"
                      r"__do_sys_|__se_sys_|__se_|__sys_|ksys_|sys_)")
-ACCESS = re.compile(r"^(Read|Write) (of size|at addr)")
+ACCESS = re.compile(r"^ *(Read|Write) (of size|at addr)")
 # Where a hang is named by what it waits for, not by who waits.
 HANG_ANCHORS = (("rtnl_lock", None), ("synchronize_rcu", "synchronize_rcu"),
                 ("synchronize_srcu", "synchronize_rcu"), ("synchronize_net", "synchronize_rcu"),
