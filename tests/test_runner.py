@@ -57,9 +57,9 @@ class Runner(unittest.TestCase):
         self.tmp = tempfile.mkdtemp()
         os.makedirs(os.path.join(self.tmp, "build", "repro"))
         for name, extra in META.items():
-            m = {"name": name, "summary": "a fake", "fix": "abc123 (\"fix\")", "introduced": "",
+            m = {"name": name, "summary": "a fake", "fix_commit": "abc123 (\"fix\")", "bug_commit": "",
                  "seed": "", "arches": ["x86_64"], "not_in_matrix": "", "min_cpus": 1,
-                 "timeout": 5, "cmdline": "", "disk_mib": 0, "prepare": False, "kconfig": [],
+                 "timeout": 5, "cmdline": "", "disk_mib": 0, "prepare": False, "needs_kconfigs": [],
                  "cases": ["race"]}
             m.update(extra)
             with open(os.path.join(self.tmp, "build", "repro", name + ".json"), "w") as f:
