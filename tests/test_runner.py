@@ -181,6 +181,9 @@ class Runner(unittest.TestCase):
         self.assertLess(time.monotonic() - t0, 30)
         run = self.record()["runs"][0]
         self.assertEqual((run["outcome"], run["stopped_early"], run["timed_out"]), ("FAIL", True, False))
+        # The guest's limit (--timeout), not the reproducer's own timeout;
+        # the fix under the name the reproducer declares it by.
+        self.assertEqual((run["time_limit"], run["fix_commit"]), (60, 'abc123 ("fix")'))
         return run
 
     def test_guest_stuck_after_the_bugs_report_is_stopped_early(self):

@@ -59,7 +59,7 @@ class Dispatcher:
         d = os.path.basename(rundir)
         base = {"repro": meta.name, "kernel": kernel.label, "build": kernel.build_id, "run": n,
                 "dir": d, "log": f"{d}/console.log", "ktap": f"{d}/ktap.txt", "fix_commit": meta.fix_commit,
-                "timeout": self.limit(meta), "accel": self.accel}
+                "time_limit": self.limit(meta), "accel": self.accel}
         if prep_error:
             return broken(base, prep_error)
         if self.config.gdb:
