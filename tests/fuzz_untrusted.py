@@ -112,7 +112,7 @@ JSON_VALUE = st.recursive(
 KEYS = ["rows", "runs", "finished", "interrupted", "expect", "any_report", "mode", "cut_off", "prepare",
         "kernels", "arch", "started", "jobs", "via", "accel", "krepro"]
 ITEM_KEYS = ["repro", "kernel", "decision", "cell", "counts", "runs", "role", "expected", "as_expected", "rate",
-             "miss", "why", "fix", "outcome", "run", "evidence", "log", "ktap", "report", "reports", "seconds",
+             "miss", "why", "fix_commit", "outcome", "run", "evidence", "log", "ktap", "report", "reports", "seconds",
              "lava_results", "lava_log", "signature", "decoded", "decode_error", "unbounded"]
 
 

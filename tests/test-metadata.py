@@ -164,7 +164,7 @@ def check_kconfig(name, meta, configs):
         if arch not in configs:
             configs[arch] = config_of(arch)
         opts = configs[arch]
-        for need in meta.kconfig:
+        for need in meta.needs_kconfigs:
             opt, eq, want = need.partition("=")
             have = opts.get(opt)
             if eq and have != want:
@@ -176,9 +176,9 @@ def check_kconfig(name, meta, configs):
 
 
 def check_fix(name, meta, metas):
-    sha = meta.fix.split(" ", 1)[0]
+    sha = meta.fix_commit.split(" ", 1)[0]
     if not re.fullmatch(r"[0-9a-f]{12,40}", sha):
-        fail(name, f"fix {meta.fix!r} does not start with a commit id")
+        fail(name, f"fix_commit {meta.fix_commit!r} does not start with a commit id")
         return
     owner = name
     if not os.path.isdir(os.path.join(TOP, "kernel-patches", name)):
@@ -188,9 +188,9 @@ def check_fix(name, meta, metas):
                  "saying whose series builds its kernels")
             return
         other = metas.get(owner)
-        if other and (other.fix, other.introduced) != (meta.fix, meta.introduced):
+        if other and (other.fix_commit, other.bug_commit) != (meta.fix_commit, meta.bug_commit):
             fail(name, f"shares {owner}'s patches but declares another fix or "
-                 f"introducing commit ({meta.fix!r} vs {other.fix!r})")
+                 f"introducing commit ({meta.fix_commit!r} vs {other.fix_commit!r})")
     headers = fix_patch_headers(os.path.join(TOP, "kernel-patches", owner))
     if not headers:
         fail(name, f"no kernel-patches/{owner}/fix-*.patch")

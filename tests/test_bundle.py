@@ -67,10 +67,10 @@ def read(path, mode="r"):
 
 
 def describe(name, **extra):
-    m = {"name": name, "summary": "a fake bug for the bundle's test", "fix": FIX,
-         "introduced": "", "seed": "", "arches": ["x86_64"], "not_in_matrix": "", "min_cpus": 2,
+    m = {"name": name, "summary": "a fake bug for the bundle's test", "fix_commit": FIX,
+         "bug_commit": "", "seed": "", "arches": ["x86_64"], "not_in_matrix": "", "min_cpus": 2,
          "alone": False, "timeout": 30, "cmdline": "fake.opt=1", "disk_mib": 0, "prepare": False,
-         "kconfig": [], "cases": ["race"], "own_evidence": True, "own_detectors": [],
+         "needs_kconfigs": [], "cases": ["race"], "own_evidence": True, "own_detectors": [],
          "signatures": [{"kind": "REFCOUNT", "title": "refcount_t: addition on 0", "frame": "j1939_.*",
                          "detectors": []}]}
     m.update(extra)

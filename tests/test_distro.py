@@ -86,9 +86,9 @@ class Distro(unittest.TestCase):
               "alias crypto-crc32c crc32c_generic\nalias crc32c crc32c_generic\n"
               "alias net-pf-16-proto-12 nfnetlink\nalias pci:v00001AF4d*sv*sd*bc*sc*i* virtio_pci\n")
         self.metas = {r.name: r for r in (
-            Reproducer("xfs-thing", kconfig=("CONFIG_XFS_FS", "CONFIG_BLK_DEV_LOOP")),
-            Reproducer("can-thing", kconfig=("CONFIG_CAN",)),
-            Reproducer("nft-thing", kconfig=("CONFIG_NF_TABLES_IPV4",)))}
+            Reproducer("xfs-thing", needs_kconfigs=("CONFIG_XFS_FS", "CONFIG_BLK_DEV_LOOP")),
+            Reproducer("can-thing", needs_kconfigs=("CONFIG_CAN",)),
+            Reproducer("nft-thing", needs_kconfigs=("CONFIG_NF_TABLES_IPV4",)))}
 
     def tearDown(self):
         shutil.rmtree(self.tmp)

@@ -9,7 +9,12 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import unittest
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+from krepro import meta as metamod  # noqa: E402
 
 # FAKE_OTHER_ARCH: the fake built with KREPRO_ARCHES="sparc64 s390".
 FAKE, FAKE_REAL, WORK, XFS_REPRO, FAKE_OTHER_ARCH = sys.argv[1:6]
@@ -236,21 +241,21 @@ class Harness(unittest.TestCase):
 
     def test_describe(self):
         meta = self.describe(FAKE_REAL)
-        self.assertEqual(set(meta), {"name", "summary", "fix", "introduced", "seed", "arches",
+        self.assertEqual(set(meta), {"name", "summary", "fix_commit", "bug_commit", "seed", "arches",
                                      "not_in_matrix", "min_cpus", "alone", "timeout", "cmdline",
-                                     "disk_mib", "prepare", "kconfig", "cases", "own_evidence",
+                                     "disk_mib", "prepare", "needs_kconfigs", "cases", "own_evidence",
                                      "own_detectors", "signatures"})
         self.assertEqual(meta["name"], "fake-repro")
         self.assertIs(meta["alone"], False)
-        self.assertEqual(meta["fix"], '0123456789ab ("fake: fix")')
-        self.assertEqual(meta["introduced"], 'ba9876543210 ("fake: break")')
+        self.assertEqual(meta["fix_commit"], '0123456789ab ("fake: fix")')
+        self.assertEqual(meta["bug_commit"], 'ba9876543210 ("fake: break")')
         self.assertEqual(meta["timeout"], 10)
         self.assertEqual(meta["min_cpus"], 1)
         self.assertEqual(meta["disk_mib"], 0)
         self.assertIs(meta["prepare"], False)
         self.assertEqual(meta["cmdline"], "fake.option=1")
         self.assertEqual(meta["arches"], ["x86_64"])
-        self.assertEqual(meta["kconfig"], [])
+        self.assertEqual(meta["needs_kconfigs"], [])
         self.assertEqual(meta["cases"], ["first", "second"])
         # Escaping: a tab and a newline, backslashes and quotes in a regex,
         # null for a missing title or frame.
@@ -266,17 +271,41 @@ class Harness(unittest.TestCase):
         self.assertIs(meta["own_evidence"], True)
         self.assertEqual(meta["own_detectors"], ["CONFIG_KREPRO_FAKE_DETECTOR"])
 
+    def test_describe_keys_are_the_declaration_names(self):
+        # One name per fact: each key --describe prints is the struct
+        # krepro_test field it comes from (arches: krepro_main()'s argument)
+        # and the host's Reproducer field that reads it.
+        with open(os.path.join(TOP, "repro", "lib", "krepro.h")) as f:
+            text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+        body = re.search(r"^struct krepro_test \{(.*?)^\};", text, re.S | re.M).group(1)
+        fields = set(re.findall(r"(\w+)\s*(?:\)\s*\([^)]*\))?\s*;", body))
+        meta = self.describe(FAKE_REAL)
+        self.assertLessEqual(set(meta) - {"arches"}, fields)  # setup, cleanup: code, not printed
+        self.assertEqual(metamod.json_problems(meta), [])
+        r = metamod.Reproducer.from_json(meta)
+        self.assertEqual((r.fix_commit, r.bug_commit), (meta["fix_commit"], meta["bug_commit"]))
+
+    def test_metadata_of_an_older_build_is_refused(self):
+        # A renamed key ("fix" before fix_commit) would read as an unset field.
+        meta = dict(self.describe(FAKE_REAL))
+        meta["fix"] = meta.pop("fix_commit")
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            json.dump(meta, f)
+            f.flush()
+            with self.assertRaisesRegex(metamod.MetaError, r"unknown key 'fix'.*rebuild with make build"):
+                metamod.read(f.name)
+
     def test_describe_defaults(self):
-        # The kconfig variant declares no signatures and is in the matrix.
+        # The needs_kconfigs variant declares no signatures and is in the matrix.
         e = dict(os.environ, FAKE_NEEDS_KCONFIG="1")
         p = subprocess.run([FAKE_REAL, "--describe"], env=e, capture_output=True, text=True)
         meta = json.loads(p.stdout)
-        self.assertEqual(meta["introduced"], "")
+        self.assertEqual(meta["bug_commit"], "")
         self.assertEqual(meta["not_in_matrix"], "")
         self.assertEqual(meta["cmdline"], "")
         self.assertEqual(meta["signatures"], [])
         self.assertEqual(meta["own_detectors"], [])
-        self.assertEqual(meta["kconfig"], ["CONFIG_KREPRO_FAKE_OPTION"])
+        self.assertEqual(meta["needs_kconfigs"], ["CONFIG_KREPRO_FAKE_OPTION"])
 
     def test_describe_arches_from_the_build(self):
         # KREPRO_ARCHES, as krepro_reproducer() passes it, is the list.

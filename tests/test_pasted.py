@@ -316,7 +316,7 @@ class Pasted(unittest.TestCase):
         self.assertIn({"function": "nvme_tcp_complete_timed_out", "source": "drivers/nvme/host/tcp.c:2314"},
                       r["trace"])
         self.assertEqual([m["name"] for m in r["reproducers"]], ["nvme-tcp-timeout"])
-        self.assertTrue(r["reproducers"][0]["fix"].startswith("d6f66210f4b1 "))
+        self.assertTrue(r["reproducers"][0]["fix_commit"].startswith("d6f66210f4b1 "))
         self.assertEqual(r["reproducers"][0]["check"], "./run-in-qemu.sh --kernel YOURS nvme-tcp-timeout")
         p = krepro("--json", os.path.join(PASTED, "no-report-journalctl.log"))
         self.assertEqual((p.returncode, p.stdout), (0, ""))

@@ -57,9 +57,9 @@ class Runner(unittest.TestCase):
         self.tmp = tempfile.mkdtemp()
         os.makedirs(os.path.join(self.tmp, "build", "repro"))
         for name, extra in META.items():
-            m = {"name": name, "summary": "a fake", "fix": "abc123 (\"fix\")", "introduced": "",
+            m = {"name": name, "summary": "a fake", "fix_commit": "abc123 (\"fix\")", "bug_commit": "",
                  "seed": "", "arches": ["x86_64"], "not_in_matrix": "", "min_cpus": 1,
-                 "timeout": 5, "cmdline": "", "disk_mib": 0, "prepare": False, "kconfig": [],
+                 "timeout": 5, "cmdline": "", "disk_mib": 0, "prepare": False, "needs_kconfigs": [],
                  "cases": ["race"]}
             m.update(extra)
             with open(os.path.join(self.tmp, "build", "repro", name + ".json"), "w") as f:
@@ -181,6 +181,9 @@ class Runner(unittest.TestCase):
         self.assertLess(time.monotonic() - t0, 30)
         run = self.record()["runs"][0]
         self.assertEqual((run["outcome"], run["stopped_early"], run["timed_out"]), ("FAIL", True, False))
+        # The guest's limit (--timeout), not the reproducer's own timeout;
+        # the fix under the name the reproducer declares it by.
+        self.assertEqual((run["time_limit"], run["fix_commit"]), (60, 'abc123 ("fix")'))
         return run
 
     def test_guest_stuck_after_the_bugs_report_is_stopped_early(self):

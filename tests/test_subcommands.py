@@ -37,7 +37,7 @@ QUIET = os.path.join(HERE, "console", "real-xfs-nowait-dio-pass.log")
 
 def row(repro, kernel, decision, role="probe", expected=None, as_expected=None):
     return {"repro": repro, "kernel": kernel, "role": role, "decision": decision, "runs": 1,
-            "counts": {decision: 1}, "fails": int(decision == "FAIL"), "trials": 1, "why": "", "fix": "",
+            "counts": {decision: 1}, "fails": int(decision == "FAIL"), "trials": 1, "why": "", "fix_commit": "",
             "target_miss": 0.01, "rate": None, "miss": None, "expected": expected,
             "as_expected": as_expected, "cell": f"{decision} 1/1"}
 

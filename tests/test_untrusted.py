@@ -30,7 +30,7 @@ X = "xfs-nowait-dio"
 SECRET = "SECRET-CONTENT-OUTSIDE"
 TITLE = "KASAN: use-after-free in f"
 ROW = {"repro": "r", "kernel": "patched", "role": "probe", "decision": "FAIL", "runs": 1,
-       "counts": {"FAIL": 1}, "fails": 1, "trials": 1, "why": "", "fix": "", "target_miss": 0.01,
+       "counts": {"FAIL": 1}, "fails": 1, "trials": 1, "why": "", "fix_commit": "", "target_miss": 0.01,
        "rate": None, "miss": None, "expected": None, "as_expected": None, "cell": "FAIL 1/1"}
 RUN = {"repro": "r", "kernel": "patched", "run": 1, "outcome": "FAIL", "evidence": TITLE, "seconds": 5.0,
        "log": "r.patched.1/console.log", "ktap": "r.patched.1/ktap.txt",
@@ -98,7 +98,7 @@ def hostile_records(u, d):
     run_dir(d("hash-name"), rows={"repro": "r # SKIP"}, runs={"repro": "r # SKIP"})
     run_dir(d("skip-cell"), rows={"cell": "SKIP forged"})
     run_dir(d("terminal"), runs={"evidence": TITLE + " \x1b[2J\x1b]0;title\x07\u202e"},
-            rows={"fix": "\x1b[31mred"}, arch="x86_64\x1b[5m")
+            rows={"fix_commit": "\x1b[31mred"}, arch="x86_64\x1b[5m")
     run_dir(d("xml-controls"), rows={"repro": "r\x01\x0b\x0c\ufffe"}, runs={"repro": "r\x01\x0b\x0c\ufffe"})
     run_dir(d("pipe-name"), rows={"repro": "a|b", "kernel": "k|"}, runs={"repro": "a|b", "kernel": "k|"})
     run_dir(d("fence-log"), console=CONSOLE + "[    1.300000] ```\n[    1.400000] ````` # end\n")

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "krepro.h"
+#include "sys.h"
 
 #include <errno.h>
 #include <fcntl.h>

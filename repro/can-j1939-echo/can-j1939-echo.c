@@ -13,6 +13,9 @@
  */
 #define _GNU_SOURCE
 #include "krepro.h"
+#include "net.h"
+#include "race.h"
+#include "sys.h"
 
 #include <errno.h>
 #include <libmnl/libmnl.h>

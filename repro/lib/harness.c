@@ -671,8 +671,8 @@ static int describe(const struct krepro_test *t, const char *arches)
 	puts("{");
 	json_member("name", t->name, ",\n");
 	json_member("summary", t->summary, ",\n");
-	json_member("fix", t->fix_commit, ",\n");
-	json_member("introduced", t->bug_commit, ",\n");
+	json_member("fix_commit", t->fix_commit, ",\n");
+	json_member("bug_commit", t->bug_commit, ",\n");
 	json_member("seed", t->seed, ",\n");
 	fputs("  \"arches\": ", stdout);
 	json_words(arches);
@@ -684,7 +684,7 @@ static int describe(const struct krepro_test *t, const char *arches)
 	json_member("cmdline", t->cmdline, ",\n");
 	printf("  \"disk_mib\": %u,\n", t->disk_mib);
 	printf("  \"prepare\": %s,\n", t->prepare ? "true" : "false");
-	fputs("  \"kconfig\": [", stdout);
+	fputs("  \"needs_kconfigs\": [", stdout);
 	for (const char *const *k = t->needs_kconfigs; k && *k; k++, sep = ", ") {
 		fputs(sep, stdout);
 		json_str(*k);

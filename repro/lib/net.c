@@ -3,10 +3,10 @@
  * Network namespaces, rtnetlink and generic netlink for reproducers, through
  * libmnl. A netlink socket acts on the namespace it was opened in, so a
  * reproducer opens one per namespace and never has to switch back and forth.
- * Setup helpers end the case as BROKEN on error. See krepro.h.
+ * Setup helpers end the case as BROKEN on error. See net.h.
  */
 #define _GNU_SOURCE
-#include "krepro.h"
+#include "net.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -8,7 +8,7 @@
 #ifndef KREPRO_NFRULES_H
 #define KREPRO_NFRULES_H
 
-#include "krepro.h"
+#include "net.h"
 
 struct mnl_nlmsg_batch;
 struct nftnl_expr;

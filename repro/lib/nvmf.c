@@ -5,10 +5,13 @@
  * /dev/nvme-fabrics writes: the guest has no nvme-cli or nvmetcli.
  */
 #define _GNU_SOURCE
-#include "krepro.h"
 #include "nvmf.h"
+#include "fs.h"
+#include "net.h"
 #include "nvme-stall.h"
 #include "nvme-window.h"
+#include "race.h"
+#include "sys.h"
 
 #include <errno.h>
 #include <fcntl.h>

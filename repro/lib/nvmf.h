@@ -10,6 +10,7 @@
 #define KREPRO_NVMF_H
 
 #include "krepro.h"
+#include "net.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A race bounded by rounds and seconds (krepro.h): one loop, one count of
+ * A race bounded by rounds and seconds (race.h): one loop, one count of
  * how often the window was reached, one way to say a clean run.
  */
 #define _GNU_SOURCE
-#include "krepro.h"
+#include "race.h"
 
 #include <stdarg.h>
 #include <stdio.h>

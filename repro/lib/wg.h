@@ -6,7 +6,7 @@
 #ifndef KREPRO_WG_H
 #define KREPRO_WG_H
 
-#include "krepro.h"
+#include "net.h"
 
 #include <linux/wireguard.h>
 

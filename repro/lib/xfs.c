@@ -5,7 +5,8 @@
  * xfs_repair -n, logprint, GETFSMAP, stats, the clone and a case's steps.
  */
 #define _GNU_SOURCE
-#include "krepro.h"
+#include "xfs.h"
+#include "sys.h"
 
 #include <endian.h>
 #include <errno.h>

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "krepro.h"
+#include "net.h"
 #include "nfrules.h"
 #include "wg.h"
 

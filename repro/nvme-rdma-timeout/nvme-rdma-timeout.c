@@ -14,7 +14,9 @@
  */
 #define _GNU_SOURCE
 #include "krepro.h"
+#include "net.h"
 #include "nvmf.h"
+#include "sys.h"
 
 #include <sys/stat.h>
 

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "krepro.h"
+#include "sys.h"
 
 #include <dirent.h>
 #include <errno.h>

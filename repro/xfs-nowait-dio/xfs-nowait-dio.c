@@ -7,6 +7,8 @@
  */
 #define _GNU_SOURCE
 #include "krepro.h"
+#include "fs.h"
+#include "xfs.h"
 
 #include <errno.h>
 #include <fcntl.h>

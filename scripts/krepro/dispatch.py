@@ -58,8 +58,8 @@ class Dispatcher:
         fresh_dir(rundir, ("console.log", "ktap.txt"))
         d = os.path.basename(rundir)
         base = {"repro": meta.name, "kernel": kernel.label, "build": kernel.build_id, "run": n,
-                "dir": d, "log": f"{d}/console.log", "ktap": f"{d}/ktap.txt", "fix": meta.fix,
-                "timeout": self.limit(meta), "accel": self.accel}
+                "dir": d, "log": f"{d}/console.log", "ktap": f"{d}/ktap.txt", "fix_commit": meta.fix_commit,
+                "time_limit": self.limit(meta), "accel": self.accel}
         if prep_error:
             return broken(base, prep_error)
         if self.config.gdb:

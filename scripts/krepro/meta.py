@@ -47,8 +47,8 @@ class Reproducer:
     """What a reproducer declares (its --describe), with its defaults."""
     name: str
     summary: str = ""
-    fix: str = ""
-    introduced: str = ""
+    fix_commit: str = ""    # the upstream fix: "sha (\"subject\")"
+    bug_commit: str = ""    # the upstream commit that brought the bug in
     seed: str = ""
     arches: tuple = ("x86_64",)
     not_in_matrix: str = ""   # why it is left out of the matrix; "": in it
@@ -58,7 +58,7 @@ class Reproducer:
     cmdline: str = ""         # its own kernel command line
     disk_mib: int = 0
     prepare: bool = False     # its disk is written once by the patched kernel
-    kconfig: tuple = ()       # the options it needs to run
+    needs_kconfigs: tuple = ()  # the options it needs to run
     cases: tuple = ()
     own_evidence: bool = True  # its cases can FAIL by themselves
     own_detectors: tuple = ()
@@ -111,7 +111,7 @@ class Reproducer:
 
     def missing_options(self, cfg):
         """The options it needs that a kernel's config cfg lacks."""
-        return evidence.lacks(cfg, self.kconfig)
+        return evidence.lacks(cfg, self.needs_kconfigs)
 
 
 def json_problems(d):
@@ -144,6 +144,11 @@ def read(path):
         raise MetaError(f"{path}: not JSON ({e}); rebuild with make build")
     if not isinstance(d, dict) or not isinstance(d.get("name"), str):
         raise MetaError(f"{path}: not a reproducer's description; rebuild with make build")
+    # A key no field has is one an older build printed (a field since
+    # renamed): from_json() would drop it and the field would read as unset.
+    extra = sorted(set(d) - {f.name for f in dataclasses.fields(Reproducer)})
+    if extra:
+        raise MetaError(f"{path}: unknown key {extra[0]!r} (an older build's); rebuild with make build")
     return d
 
 

@@ -59,10 +59,10 @@ def readme_head(meta, label, build, config_name, arch, config_note, limit):
         "",
         f"{meta.summary}.",
         "",
-        f"- Upstream fix: {meta.fix or 'not declared'}",
+        f"- Upstream fix: {meta.fix_commit or 'not declared'}",
     ]
-    if meta.introduced:
-        parts.append(f"- Introduced by: {meta.introduced}")
+    if meta.bug_commit:
+        parts.append(f"- Introduced by: {meta.bug_commit}")
     parts += [
         f"- Kernel: `{label}` ({arch}), build {build}; its config: `{config_name}`"
         + (f" ({config_note})" if config_note else ""),

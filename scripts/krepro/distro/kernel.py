@@ -202,7 +202,7 @@ class Plan:
         for r in repros:
             m = metas[r]
             opts = implied(GUEST[arch] + (DISK if m.disk_mib else []) +
-                           [k.split("=")[0] for k in m.kconfig])
+                           [k.split("=")[0] for k in m.needs_kconfigs])
             tops, missing = [], []
             for opt in opts:
                 if cfg.get(opt) != "m":

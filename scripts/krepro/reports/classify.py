@@ -43,7 +43,7 @@ No report in LOG: "no kernel report".
   --json             one JSON object a report and line instead: line, kind,
                      title, header, corrupted (when the classifier says),
                      frames (every function it names), trace [{function,
-                     source}], reproducers [{name, fix, check}]; nothing
+                     source}], reproducers [{name, fix_commit, check}]; nothing
                      when there is no report
   --vmlinux VMLINUX  the vmlinux (with debug info: .debug_line) of the kernel
                      that printed LOG: frames are decoded to file:line by the
@@ -87,7 +87,7 @@ def matches(crash, sigs):
     seen = {}
     for m, s in sigs:
         if m.name not in seen and reports.signature_matches(crash, s):
-            seen[m.name] = {"name": m.name, "fix": m.fix, "check": check_command(m)}
+            seen[m.name] = {"name": m.name, "fix_commit": m.fix_commit, "check": check_command(m)}
     return list(seen.values())
 
 
@@ -252,7 +252,7 @@ def as_text(number, crash, trace, found, matching):
         rows.append(f"  {'trace' if i == 0 else '':<10} {s}")
     for m in found:
         rows.append(f"  krepro     this is the bug krepro's {m['name']} reproduces; fixed upstream by "
-                    f"{m['fix']}; check your kernel: {m['check']}")
+                    f"{m['fix_commit']}; check your kernel: {m['check']}")
     if not found and matching:
         rows.append("  krepro     no krepro reproducer's signature")
     # The log's own words, escaped: a title or frame could drive the terminal.

@@ -28,7 +28,7 @@ def row_record(repro, kernel, role, row, meta, expect, rate_note="", **extra):
     n = len(row.outcomes)
     rec = {"repro": repro, "kernel": kernel, "role": role, "decision": row.decision,
            "runs": n, "counts": counts, "fails": row.fails, "trials": row.trials,
-           "why": row.why, "fix": meta.fix, "target_miss": row.target,
+           "why": row.why, "fix_commit": meta.fix_commit, "target_miss": row.target,
            "rate": None, "miss": None}
     if role == "bug":
         if row.rate is not None:
@@ -244,7 +244,8 @@ def findings(results, r, rs):
         said = [f"### {r['repro']} on {r['kernel']}: {outcome} in {len(bad)} of {len(rs)} runs", ""]
         if outcome == "FAIL":
             said.append(f"- this bug ({run.get('signature') or 'evidence'}): {run['evidence']}")
-            said.append(f"- expected fix: {r.get('fix') or 'unknown'}")
+            # "fix": the row's key in run.json of runs before it was fix_commit.
+            said.append(f"- expected fix: {r.get('fix_commit') or r.get('fix') or 'unknown'}")
         else:
             said.append(f"- a kernel report that is not this bug: {run['evidence']}"
                         + ("" if r.get("role") == "bug" else " (a finding on this kernel)"))
