@@ -11,7 +11,7 @@ from .backend import GuestSpec
 from .log import log
 from .paths import read
 from .early_stop import Watch
-from .reports.console import evidence_crash
+from .reports.run_evidence import evidence_crash
 from .verdict import decide, infrastructure
 from .untrusted import fresh_dir
 

@@ -17,7 +17,8 @@ import re
 import time
 
 from .paths import read
-from .reports.console import REPORT_END, TRACE_LINES, console_lines
+from .reports.console import REPORT_END, TRACE_LINES
+from .reports.console_lines import console_lines
 from .verdict import decide
 
 # A report without an end line of its own (a hung task, a lockdep splat, an

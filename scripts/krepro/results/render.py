@@ -11,7 +11,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from .. import stats, verdict
 from ..reports.decode import report_lines
-from ..reports.console import evidence_crash
+from ..reports.run_evidence import evidence_crash
 from .runjson import guarded, load, write
 from ..untrusted import LOG_MAX, clean, inside, read_text
 
