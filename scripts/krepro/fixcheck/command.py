@@ -10,8 +10,7 @@ from .. import arches, branches
 from . import check as fixcheck
 from ..paths import TOP
 from ..protocol import CLEAN, INTERRUPTED, USAGE
-from ..results.render import md_cell
-from ..untrusted import clean, say
+from ..untrusted import clean, md_cell, say
 from ..options import Parser, UsageError
 
 HELP = """\
