@@ -181,7 +181,7 @@ def bundle(argv):
     p.add_argument("--arch", default=os.environ.get("KREPRO_ARCH") or "x86_64")
     p.add_argument("--branch", default=os.environ.get("KREPRO_BRANCH") or None)
     p.add_argument("--out", default=".")
-    from .cli import bounded
+    from .options import bounded
     p.add_argument("--timeout", type=bounded("--timeout"))
     o = p.parse_args(argv)
     from . import arches, branches

@@ -222,27 +222,8 @@ def supervise(argv, out, limit, answered=None, grace=5):
                          stdin=subprocess.DEVNULL, start_new_session=True)
     with LIVE_LOCK:
         LIVE.add(p)
-    status, timed_out, stop = None, False, no_stop()
     try:
-        while status is None:
-            now = time.monotonic() - t0
-            left = limit - now
-            if left <= 0:
-                timed_out = True
-                break
-            if (stop["complete"] is not None and now - stop["complete"] >= AFTER_COMPLETE) or \
-                    (stop["report"] is not None and now - stop["report"] >= wait_report):
-                stop["early"] = True
-                break
-            try:
-                status = p.wait(timeout=min(WATCH_EVERY, left))
-            except subprocess.TimeoutExpired:
-                state = answered() if answered and stop["complete"] is None else None
-                seen = round(time.monotonic() - t0, 1)
-                if state and stop["report"] is None:
-                    stop["report"] = seen
-                if state == "complete":
-                    stop["complete"] = seen
+        status, timed_out, stop = watch(p, t0, limit, answered, wait_report)
         if status is None:
             p.terminate()
             try:
@@ -261,6 +242,33 @@ def supervise(argv, out, limit, answered=None, grace=5):
     finally:
         with LIVE_LOCK:
             LIVE.discard(p)
+    return status, timed_out, stop
+
+
+def watch(p, t0, limit, answered, wait_report):
+    """Wait for the guest p (started at t0) until it ends, `limit` seconds
+    pass or its answer says to stop it: (status or None, timed out, stop),
+    as supervise() returns them."""
+    status, timed_out, stop = None, False, no_stop()
+    while status is None:
+        now = time.monotonic() - t0
+        left = limit - now
+        if left <= 0:
+            timed_out = True
+            break
+        if (stop["complete"] is not None and now - stop["complete"] >= AFTER_COMPLETE) or \
+                (stop["report"] is not None and now - stop["report"] >= wait_report):
+            stop["early"] = True
+            break
+        try:
+            status = p.wait(timeout=min(WATCH_EVERY, left))
+        except subprocess.TimeoutExpired:
+            state = answered() if answered and stop["complete"] is None else None
+            seen = round(time.monotonic() - t0, 1)
+            if state and stop["report"] is None:
+                stop["report"] = seen
+            if state == "complete":
+                stop["complete"] = seen
     return status, timed_out, stop
 
 

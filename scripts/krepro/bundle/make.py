@@ -143,20 +143,8 @@ def make_disk(meta, arch, initrd, stage, jobs, branch=None):
 def make(repro, spec, arch, out_dir, timeout=None, branch=None):
     """Write the bundle of repro on kernel spec into out_dir: (its directory,
     its tarball)."""
-    err = metamod.check_names(metamod.sources(), arch, [repro])
-    if err:
-        raise UsageError(err)
     branch = branch or branches.DEFAULT
-    kernel = Kernel(spec, arch, branch)
-    kernel.check()
-    if not no_build():
-        metamod.ensure_built()
-    meta = metamod.load_all().get(repro)
-    if meta is None:
-        raise BundleError(f"{repro}: in the source tree but not built: run make build")
-    extra = (Kernel("patched", arch, branch),) if meta.prepare else ()
-    if not prepare_kernels((kernel,) + extra):
-        raise Undecidable(f"the kernel {spec} could not be had (above)")
+    kernel, meta = ready(repro, spec, arch, branch)
     limit = timeout or meta.time_limit
     os.makedirs(out_dir, exist_ok=True)
     name = f"{repro}-{kernel.label}-{build_id(kernel)}"
@@ -193,6 +181,25 @@ def make(repro, spec, arch, out_dir, timeout=None, branch=None):
         t.add(final, arcname=name, filter=owner_free)
     os.replace(tarball + ".tmp", tarball)
     return final, tarball
+
+
+def ready(repro, spec, arch, branch):
+    """The kernel (checked, built or fetched, with the patched one a
+    disk is prepared on) and repro's metadata (built): (kernel, meta)."""
+    err = metamod.check_names(metamod.sources(), arch, [repro])
+    if err:
+        raise UsageError(err)
+    kernel = Kernel(spec, arch, branch)
+    kernel.check()
+    if not no_build():
+        metamod.ensure_built()
+    meta = metamod.load_all().get(repro)
+    if meta is None:
+        raise BundleError(f"{repro}: in the source tree but not built: run make build")
+    extra = (Kernel("patched", arch, branch),) if meta.prepare else ()
+    if not prepare_kernels((kernel,) + extra):
+        raise Undecidable(f"the kernel {spec} could not be had (above)")
+    return kernel, meta
 
 
 def owner_free(info):
