@@ -30,7 +30,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro.reports import classify, console, logtext  # noqa: E402
+from krepro.reports import classify, console, logtext, needles  # noqa: E402
 from krepro.reports.console_lines import MAX_LINE, console_lines  # noqa: E402
 
 GOLDEN = sorted(glob.glob(os.path.join(HERE, "console", "*.log")))
@@ -163,7 +163,7 @@ class Wrappings(unittest.TestCase):
 
 
 class Skipping(unittest.TestCase):
-    NEEDLES = logtext.needles(console.load_patterns())
+    NEEDLES = needles.needles(console.load_patterns())
 
     def same(self, text, what, sizes=(1, 7, 100, 4096, logtext.BLOCK)):
         want = crashes(logtext.file_lines(io.StringIO(text, newline=None)))
@@ -185,18 +185,18 @@ class Skipping(unittest.TestCase):
         # Without one the reader reads every line (slow, never wrong).
         self.assertIsNotNone(self.NEEDLES)
         for _, regex, _, _ in console.load_patterns():
-            self.assertIsNotNone(logtext.needle(regex.pattern[4:-1]), regex.pattern)
+            self.assertIsNotNone(needles.needle(regex.pattern[4:-1]), regex.pattern)
 
     def test_needle(self):
-        self.assertEqual(logtext.needle(r"(Oops: )?divide error: "), "divide error: ")
-        self.assertEqual(logtext.needle(r"BUG: KASAN: ([a-z-]+) in"), "BUG: KASAN: ")
-        self.assertEqual(logtext.needle(r"list_(add|del) corruption"), " corruption")
-        self.assertEqual(logtext.needle(r"WARNING: bad unlock balance detected!"),
+        self.assertEqual(needles.needle(r"(Oops: )?divide error: "), "divide error: ")
+        self.assertEqual(needles.needle(r"BUG: KASAN: ([a-z-]+) in"), "BUG: KASAN: ")
+        self.assertEqual(needles.needle(r"list_(add|del) corruption"), " corruption")
+        self.assertEqual(needles.needle(r"WARNING: bad unlock balance detected!"),
                          "WARNING: bad unlock balance detected!")
-        self.assertEqual(logtext.needle(r"a \(b\) [0-9]+ xyz"), "a (b) ")
-        self.assertIsNone(logtext.needle(r"ab|cd"))
-        self.assertIsNone(logtext.needle(r"[A-Z]+ x"))
-        self.assertEqual(logtext.needle(r"abcd?"), "abc")
+        self.assertEqual(needles.needle(r"a \(b\) [0-9]+ xyz"), "a (b) ")
+        self.assertIsNone(needles.needle(r"ab|cd"))
+        self.assertIsNone(needles.needle(r"[A-Z]+ x"))
+        self.assertEqual(needles.needle(r"abcd?"), "abc")
 
     def test_golden_logs_one_after_another(self):
         text = "".join(read(log) for log in GOLDEN)

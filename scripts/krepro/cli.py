@@ -8,11 +8,11 @@ import shlex
 import shutil
 import sys
 
-from . import arches, branches, guest, kernels, meta as metamod, dry_run as plan, runner
+from . import arches, branches, dry_run, guest, kernels, meta as metamod, runner
 from .config import RunConfig
 from .kernels import FLAVOURS
-from .lava import lab as lava_lab
-from .options import bounded
+from .lava import lab
+from .options import UsageError, bounded
 from .paths import TOP, build, cache, git_commit
 from .protocol import DEFAULT_MISS, TIMEOUT_MARGIN, UNDECIDED, USAGE
 from .results import render
@@ -92,7 +92,7 @@ def check_via(o):
                     "the lab downloads from as URL")
         # A lab that is down or an identity that is not there: said once,
         # before any guest, instead of a BROKEN row for every job.
-        return lava_lab.check_lab(o.via[5:])
+        return lab.check_lab(o.via[5:])
     elif o.artifacts:
         return "--artifacts is for --via lava:ID"
     return None
@@ -126,7 +126,7 @@ def make_kernels(o):
     try:
         for k in ks:
             k.check()
-    except kernels.UsageError as e:
+    except UsageError as e:
         return None, str(e)
     if o.vmlinux:
         paths = [k for k in ks if not k.flavour and not k.tree]
@@ -135,7 +135,7 @@ def make_kernels(o):
                           "(krepro's flavours and --tree builds keep their own)")
         try:
             paths[0].set_debug(o.vmlinux)
-        except kernels.UsageError as e:
+        except UsageError as e:
             return None, str(e)
     return ks, check_kernels(o, specs, ks)
 
@@ -252,7 +252,7 @@ def main(argv):
         return fail(err)
     config = settle(o, ks)
     if o.dry_run:
-        return plan.dry_run(config)
+        return dry_run.dry_run(config)
     return run(config)
 
 

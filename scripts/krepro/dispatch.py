@@ -6,7 +6,7 @@ import time
 
 from .reports import decode
 from . import guest
-from .lava import job as lava, lab as lava_lab
+from .lava import job, lab
 from .backend import GuestSpec
 from .log import log
 from .paths import read
@@ -19,9 +19,9 @@ from .untrusted import fresh_dir
 def backend(config):
     """What runs the guests of a run configured so."""
     if config.via == "lava-run":
-        return lava.LavaRun()
+        return job.LavaRun()
     if config.lab:
-        return lava_lab.Lab(config.lab, config.artifacts)
+        return lab.Lab(config.lab, config.artifacts)
     return guest.Qemu(keep=config.keep, gdb=config.gdb, extra=config.qemu_extra)
 
 

@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-from . import console, firmware, logtext, pasted
+from . import console, firmware, logtext, needles, pasted
 from ..protocol import CLEAN, REPRODUCED, USAGE
 from ..untrusted import Refused, check_regular, clean, no_build, say
 
@@ -196,7 +196,7 @@ def all_reports(f, tracker, decoder=None):
     # A report's lines are each header and the lines after it, the most
     # crashes_stream() reads of one: the rest of the log is passed over. A
     # banner or a kernel's end is read wherever it is, alone.
-    wanted = logtext.needles(patterns)
+    wanted = needles.needles(patterns)
 
     # Called for every line a report can be in: its helpers bound once.
     unwrap, undecoded, seen, keep = logtext.unwrap, logtext.undecoded, tracker.line, buf.append

@@ -34,8 +34,7 @@ import re
 
 from .console_lines import MAX_LINE, last_message
 # The pieces of text a regex's matches hold, once here: where they are.
-from .needles import (alternatives, any_needles, hit_lines, needle, needles,  # noqa: F401
-                      offsets, required_runs)
+from .needles import hit_lines, offsets
 
 # journalctl -o short / short-precise: "Nov 13 08:58:21[.123456] "; RFC 3164
 # syslog the same; ISO: "2023-11-13T08:58:21[.123456][+00:00|Z] ";

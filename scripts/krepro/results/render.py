@@ -21,7 +21,7 @@ EXPECTED = {"bug": "FAIL", "fixed": "PASS"}
 def row_record(repro, kernel, role, row, meta, expect, rate_note="", **extra):
     """A decided row as run.json keeps it, its cell included. extra: what the
     runner knows of the row besides (unbounded: why a clean verdict cannot
-    be bounded; evidence: what the kernel can show, evidence.Sight.record())."""
+    be bounded; evidence: what the kernel can show, detectors.Sight.record())."""
     counts = {o: row.count(o) for o in ("FAIL", "PASS", "OTHER", "HANG", "BROKEN", "SKIP") if row.count(o)}
     n = len(row.outcomes)
     rec = {"repro": repro, "kernel": kernel, "role": role, "decision": row.decision,
