@@ -24,7 +24,7 @@ class GuestSpec:
     # Is the run's answer already known from this console text (the bug's
     # own report, ended, and the reproducer's verdicts)? Then the guest may
     # be stopped early (guest.supervise()).
-    # answer.Watch: None, "report" or "complete" for a console text.
+    # early_stop.Watch: None, "report" or "complete" for a console text.
     answered: Optional[Callable[[str], Optional[str]]] = None
 
 
@@ -37,7 +37,7 @@ class GuestResult:
     seconds: float
     stopped_early: bool = False
     # The guest's seconds when the bug's report was seen ended, and when
-    # its answer was complete (answer.Watch); None when never.
+    # its answer was complete (early_stop.Watch); None when never.
     report_seen: Optional[float] = None
     answer_complete: Optional[float] = None
     via: dict = dataclasses.field(default_factory=lambda: {"via": "qemu"})

@@ -51,7 +51,7 @@ def ktap_complete(ktap, cases=()):
 
 def report_ended(console, line):
     """Has the report that starts on console line `line` (1-based, as
-    reports.console_lines numbers them) ended: an end line after it, or
+    console_lines() numbers them) ended: an end line after it, or
     TRACE_LINES lines of it?"""
     after = 0
     for n, l in console_lines(console):

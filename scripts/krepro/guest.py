@@ -120,7 +120,7 @@ def stop_all():
 
 
 # How often a running guest's console is read; how long a guest may go on
-# once the bug's own report has ended (answer.Watch says "report") for the
+# once the bug's own report has ended (early_stop.Watch says "report") for the
 # reproducer to print its verdict; how long once the verdict is on its KTAP
 # stream too ("complete"), for the lines printed right after it (the
 # report's register summary, the harness's closing scan).
@@ -209,7 +209,7 @@ def no_stop():
 def supervise(argv, out, limit, answered=None, grace=5):
     """Run argv (a guest, or a runner of one) in a session of its own, its
     output to the file out, until it ends or `limit` seconds. answered()
-    (answer.Watch) says when the outcome is known: the guest is stopped
+    (early_stop.Watch) says when the outcome is known: the guest is stopped
     AFTER_COMPLETE seconds after its answer is "complete", AFTER_REPORT
     seconds after the bug's "report" has ended if the reproducer's verdict
     does not come (a kernel that oopsed can leave it stuck until the limit).
