@@ -265,9 +265,9 @@ def watch(p, t0, limit, answered, wait_report):
         except subprocess.TimeoutExpired:
             state = answered() if answered and stop["complete"] is None else None
             seen = round(time.monotonic() - t0, 1)
-            if state and stop["report"] is None:
+            if state in ("report", "complete") and stop["report"] is None:
                 stop["report"] = seen
-            if state == "complete":
+            if state in ("complete", "own"):
                 stop["complete"] = seen
     return status, timed_out, stop
 
