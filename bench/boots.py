@@ -33,7 +33,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 from krepro import arches, guest, kernels, paths  # noqa: E402
 import proof_records as records  # noqa: E402
-from krepro.reports import console as reports  # noqa: E402
+from krepro.reports.console import crashes  # noqa: E402
 from krepro.options import Parser  # noqa: E402
 
 
@@ -58,7 +58,7 @@ def one_boot(arch, image, initrd, append, without, logdir, stop_at=None):
     with open(os.path.join(logdir, "console.log"), errors="replace") as f:
         console = f.read()
     up = guest.boot_seconds(console)
-    crashes = list(reports.crashes(console))
+    found = list(crashes(console))
     # With --append loglevel=7 the console has the kernel's "Run /init"
     # line: what the init script takes before its first line is the rest.
     run_init = RUN_INIT.search(console)
@@ -66,7 +66,7 @@ def one_boot(arch, image, initrd, append, without, logdir, stop_at=None):
             "timer_fallback": bool(TIMER_FALLBACK.search(console)),
             "init_script": round(up - float(run_init.group(1)), 3) if up is not None and run_init else None,
             "seconds": res.seconds, "qemu_status": res.status, "timed_out": res.timed_out,
-            "report": crashes[0]["title"] if crashes else None}
+            "report": found[0]["title"] if found else None}
 
 
 def summarize(o, argv, image, initrd, boots):

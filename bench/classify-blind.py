@@ -6,7 +6,7 @@ after all tuning (none of these logs was looked at while tuning).
 usage: bench/classify-blind.py [--logspec DIR] [--lava DIR] [--reader run|classify]
            [--record FILE --commit HASH --machine TEXT --sources TEXT] [--what TEXT]
 
---reader: the guest run's reader (reports.crashes(), the default) or the
+--reader: the guest run's reader (console.crashes(), the default) or the
   classify command's (classify.reports_of(): a log as a user has it, and no
   report in what firmware prints before the kernel's banner).
 
@@ -44,7 +44,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 from krepro.reports import classify  # noqa: E402
 import proof_records as records  # noqa: E402
-from krepro.reports import console as reports  # noqa: E402
+from krepro.reports import console  # noqa: E402
 from krepro.options import Parser  # noqa: E402
 
 KERNEL_TYPES = {"linux.kernel.bug": "BUG", "linux.kernel.panic": "PANIC",
@@ -111,7 +111,7 @@ def crashes(text, reader):
     """The crashes krepro finds in a log, by the run's reader or classify's."""
     if reader == "classify":
         return [c for c, _ in classify.reports_of(io.StringIO(text))]
-    return reports.crashes(text)
+    return console.crashes(text)
 
 
 def judge(src, path, want, kind, reader="run"):

@@ -17,7 +17,7 @@ krepro wrongly calls corrupted (the one figure where less is better). The held-b
 before any tuning) is reported apart: those figures are the ones that count.
 The arch is inferred from the log (arm64 "pc : ", ARM "PC is at", else x86_64).
 --record writes the figures (no log text) as a bench/records JSON record:
-"figures" holds the held-back part's six, "parts" every part's. --reader: the guest run's reader (reports.crashes(), the
+"figures" holds the held-back part's six, "parts" every part's. --reader: the guest run's reader (console.crashes(), the
 default) or the classify command's (classify.reports_of()).
 """
 import collections
@@ -31,7 +31,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 from krepro.reports import classify  # noqa: E402
 import proof_records as records  # noqa: E402
-from krepro.reports import console as reports  # noqa: E402
+from krepro.reports import console  # noqa: E402
 from krepro.options import Parser  # noqa: E402
 
 HELD_BACK_EVERY = 5
@@ -71,7 +71,7 @@ def first_crash(log, reader):
     classify's, or None."""
     if reader == "classify":
         return next((c for c, _ in classify.reports_of(io.StringIO(log))), None)
-    return next(iter(reports.crashes(log)), None)
+    return next(iter(console.crashes(log)), None)
 
 
 def judge(path, reader="run"):

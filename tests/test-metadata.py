@@ -18,7 +18,7 @@ import sys
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 from krepro import arches, meta as metamod  # noqa: E402
-from krepro.reports import console as reports  # noqa: E402
+from krepro.reports import console  # noqa: E402
 
 CONFIG = os.path.join(TOP, "kernel-patches", "config")
 # The guest arches krepro builds kernels and guests for (scripts/arches.tsv).
@@ -107,7 +107,7 @@ def config_of(arch):
 
 
 def report_kinds():
-    return {kind for kind, _, _, _ in reports.load_patterns()}
+    return {kind for kind, _, _, _ in console.load_patterns()}
 
 
 # Where the kinds are listed for reproducer authors: "kernel-reports.tsv (KASAN,

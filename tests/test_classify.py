@@ -17,7 +17,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-from krepro.reports import console as krepro, syztitle  # noqa: E402
+from krepro.reports import console, syzrules, syztitle  # noqa: E402
+from krepro.reports.console_lines import console_lines  # noqa: E402
 
 HEADERS = (
     ('BUG: KASAN: double-free or invalid-free in free_fn+0x1/0x2',
@@ -285,7 +286,7 @@ HEADERS = (
 
 
 def crash(log):
-    return krepro.crashes(log)[0]
+    return console.crashes(log)[0]
 
 
 class Golden(unittest.TestCase):
@@ -297,9 +298,9 @@ class Golden(unittest.TestCase):
             with self.subTest(log=os.path.basename(log)):
                 with open(log) as f:
                     text = f.read()
-                culprits = {c["line"]: c["culprit"] for c in krepro.crashes(text)}
+                culprits = {c["line"]: c["culprit"] for c in console.crashes(text)}
                 got = [(r["kind"], r["title"]) + ((culprits[r["line"]],) if r["line"] in culprits else ())
-                       for r in krepro.classify(text)]
+                       for r in console.classify(text)]
                 with open(log[:-4] + ".expected") as f:
                     want = [tuple(l.rstrip("\n").split("\t")) for l in f if l.strip()]
                 self.assertEqual(got, want)
@@ -313,7 +314,7 @@ class Golden(unittest.TestCase):
     def test_headers(self):
         for line, want in HEADERS:
             with self.subTest(line=line):
-                cs = krepro.crashes(line + "\n")
+                cs = console.crashes(line + "\n")
                 self.assertEqual((cs[0]["kind"], cs[0]["title"], cs[0]["culprit"]) if cs else None, want)
 
     def test_every_row_is_exercised(self):
@@ -321,9 +322,9 @@ class Golden(unittest.TestCase):
         for log in glob.glob(os.path.join(HERE, "console", "*.log")):
             with open(log) as f:
                 text += f.read()
-        patterns = krepro.load_patterns()
+        patterns = console.load_patterns()
         used = set()
-        for _, line in krepro.console_lines(text):
+        for _, line in console_lines(text):
             for i, (_, regex, _, _) in enumerate(patterns):
                 if regex.match(line.lstrip()):
                     used.add(i)
@@ -334,7 +335,7 @@ class Golden(unittest.TestCase):
         # The guest compiles column 2 with regcomp(REG_EXTENDED), and CMake
         # reads the file as a list: an unmatched "[" would swallow lines, a
         # ";" would split one.
-        with open(krepro.PATTERNS_TSV) as f:
+        with open(console.PATTERNS_TSV) as f:
             rows = [l.rstrip("\n").split("\t") for l in f if l.strip() and not l.startswith("#")]
         for cols in rows:
             with self.subTest(row=cols[1]):
@@ -344,22 +345,22 @@ class Golden(unittest.TestCase):
                 for col in cols:
                     self.assertEqual(col.count("["), col.count("]"))
                     self.assertNotIn(";", col)
-                rule = syztitle.parse_rule(cols[4] if len(cols) == 5 else None)
+                rule = syzrules.parse_rule(cols[4] if len(cols) == 5 else None)
                 for plan in rule["plans"]:
                     for step in plan:
-                        self.assertTrue(step in syztitle.STEPS or step in ("stack", "none"), step)
+                        self.assertTrue(step in syzrules.STEPS or step in ("stack", "none"), step)
 
     def test_timestamp_and_cr_are_stripped(self):
-        r = krepro.classify("[   12.345678] BUG: KASAN: slab-out-of-bounds in foo+0x1/0x2\r\n")
+        r = console.classify("[   12.345678] BUG: KASAN: slab-out-of-bounds in foo+0x1/0x2\r\n")
         self.assertEqual(r[0]["title"], "KASAN: slab-out-of-bounds in foo")
         # the printk caller id, and a console line merged into another
-        r = krepro.classify("[   12.345678][ T123] BUG: KASAN: slab-out-of-bounds in foo+0x1/0x2\n"
+        r = console.classify("[   12.345678][ T123] BUG: KASAN: slab-out-of-bounds in foo+0x1/0x2\n"
                             "t login: [   13.000000] INFO: trying to register non-static key.\n")
         self.assertEqual([x["title"] for x in r], ["KASAN: slab-out-of-bounds in foo",
                                                    "INFO: trying to register non-static key"])
 
     def test_quoted_report_does_not_match(self):
-        self.assertEqual(krepro.classify("# kernel report after the mark: BUG: KASAN: x in y\n"), [])
+        self.assertEqual(console.classify("# kernel report after the mark: BUG: KASAN: x in y\n"), [])
 
 
 class Culprits(unittest.TestCase):

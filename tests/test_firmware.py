@@ -16,7 +16,7 @@ from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-from krepro.reports import firmware as boots, classify, logtext  # noqa: E402
+from krepro.reports import classify, firmware, logtext  # noqa: E402
 
 CONSOLE = os.path.join(HERE, "console")
 CLEAN = "real-xfs-nowait-dio-pass.log"          # a banner, no report, ends in "reboot:"
@@ -199,7 +199,7 @@ class NoBanner(unittest.TestCase):
         # are not held longer.
         text = PROLOGUES["depthcharge"]
         filler = "noise\n" * 40
-        with mock.patch.object(boots, "PROLOGUE_LINES", 20):
+        with mock.patch.object(firmware, "PROLOGUE_LINES", 20):
             got = found(text + filler + read(CLEAN))
         self.assertEqual(got, [(2, found(text)[0][1])])
 

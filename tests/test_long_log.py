@@ -16,7 +16,7 @@ from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
-from krepro.reports import classify, logtext, console as reports  # noqa: E402
+from krepro.reports import classify, console, logtext, needles, trace  # noqa: E402
 
 PIECES = sorted(glob.glob(os.path.join(HERE, "console", "*.log"))) + \
     sorted(glob.glob(os.path.join(HERE, "pasted", "*"))) + sorted(glob.glob(os.path.join(HERE, "upstream", "*")))
@@ -73,16 +73,16 @@ class LongLog(unittest.TestCase):
 
     def test_reading_every_line_gives_the_same(self):
         # needles() None: every line is read and tried as a header.
-        with mock.patch.object(logtext, "needles", return_value=None):
+        with mock.patch.object(needles, "needles", return_value=None):
             every = found(self.long)
         self.assertEqual(found(self.long), every)
 
     def test_the_same_through_crashes_stream(self):
-        # The guest's own path (reports.crashes() of the whole text) and
+        # The guest's own path (console.crashes() of the whole text) and
         # classify's agree on every header, title and trace frame.
         plain = [(n, logtext.plain(line)) for n, line in logtext.file_lines(io.StringIO(self.long, newline=None))]
         want = [(c["line"], c["kind"], c["title"], c["culprit"], c["trace_frames"])
-                for c in reports.crashes_stream(plain)]
+                for c in console.crashes_stream(plain)]
         got = [(c["line"], c["kind"], c["title"], c["culprit"], c["trace_frames"]) for c, _ in found(self.long)]
         self.assertEqual(got, want)
 
@@ -93,24 +93,24 @@ class FrameNeedles(unittest.TestCase):
     trace.FRAME's alternatives."""
 
     def test_every_golden_line_with_a_frame_holds_a_needle(self):
-        needles = reports.frame_needles()
-        self.assertEqual(needles, ["+0x", "] (", " from "])
+        held = console.frame_needles()
+        self.assertEqual(held, ["+0x", "] (", " from "])
         with_frames = 0
         for text in map(read, PIECES):
             for line in text.splitlines():
                 line = logtext.plain(line)
-                if reports.line_frames(line):
+                if trace.line_frames(line):
                     with_frames += 1
-                    self.assertTrue(any(s in line for s in needles), line)
+                    self.assertTrue(any(s in line for s in held), line)
         self.assertGreater(with_frames, 3000)
 
     def test_alternatives_and_escapes(self):
-        self.assertEqual(logtext.alternatives(r"a|(b|c)|[|]x|\|y"), ["a", "(b|c)", "[|]x", r"\|y"])
-        self.assertEqual(logtext.any_needles(r"abcd|x(yz|w)uvw"), ["abcd", "uvw"])
-        self.assertIsNone(logtext.any_needles(r"abcd|[a-z]+"))
+        self.assertEqual(needles.alternatives(r"a|(b|c)|[|]x|\|y"), ["a", "(b|c)", "[|]x", r"\|y"])
+        self.assertEqual(needles.any_needles(r"abcd|x(yz|w)uvw"), ["abcd", "uvw"])
+        self.assertIsNone(needles.any_needles(r"abcd|[a-z]+"))
         # \s, \d and the like are no character of a run.
-        self.assertEqual(logtext.needle(r"abc\sdefg"), "defg")
-        self.assertEqual(logtext.required_runs(r"ab\dcd\1e"), ["ab", "cd", "e"])
+        self.assertEqual(needles.needle(r"abc\sdefg"), "defg")
+        self.assertEqual(needles.required_runs(r"ab\dcd\1e"), ["ab", "cd", "e"])
 
 
 if __name__ == "__main__":

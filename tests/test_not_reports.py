@@ -2,7 +2,7 @@
 """Logs with no kernel report whose lines look like one: krepro must say
 "no kernel report" for each, as syzkaller would (its ignore and
 suppression lists, pkg/report/linux.go, learned not copied), on both of
-its readers: the run's (reports.crashes(), what decide() reads) and the
+its readers: the run's (console.crashes(), what decide() reads) and the
 classify command's (classify.reports_of(), logs as users paste them).
 
 Each case is lines written for this test, put into a real PASS console of
@@ -14,7 +14,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-from krepro.reports import classify, console as reports  # noqa: E402
+from krepro.reports import classify, console  # noqa: E402
 from krepro.verdict import decide  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
 
@@ -72,7 +72,7 @@ CASES = (
 )
 
 
-def console(lines):
+def with_lines(lines):
     with open(os.path.join(HERE, "console", PASS_LOG)) as f:
         text = f.read()
     assert MARK in text
@@ -82,22 +82,22 @@ def console(lines):
 
 class NotReports(unittest.TestCase):
     def test_the_base_log_has_no_report(self):
-        self.assertEqual(reports.crashes(console("")), [])
+        self.assertEqual(console.crashes(with_lines("")), [])
 
     def test_look_alikes(self):
         for what, lines, why in CASES:
             with self.subTest(what, syzkaller=why):
-                self.assertEqual([c["culprit"] for c in reports.crashes(console(lines))], [])
+                self.assertEqual([c["culprit"] for c in console.crashes(with_lines(lines))], [])
 
     def test_look_alikes_pasted(self):
         # All in one log: a report any of them made would be listed (the
         # command's reader takes a second a log to set up).
-        text = console("".join(lines for _, lines, _ in CASES))
+        text = with_lines("".join(lines for _, lines, _ in CASES))
         self.assertEqual([c["culprit"] for c, _ in classify.reports_of(io.StringIO(text))], [])
 
     def test_a_run_with_look_alikes_still_passes(self):
         meta = Reproducer.from_json({"name": "bpf-percpu-reuse", "cases": ["percpu_hash"], "signatures": []})
-        text = console("".join(lines for _, lines, _ in CASES))
+        text = with_lines("".join(lines for _, lines, _ in CASES))
         self.assertEqual(decide(text, meta)["outcome"], "PASS")
 
     def test_the_kernels_own_lines_still_count(self):
@@ -109,9 +109,9 @@ class NotReports(unittest.TestCase):
                             ("BUG: unable to handle page fault for address: ffff8880",
                              "BUG: unable to handle kernel paging request in victim_fn")):
             with self.subTest(line):
-                text = console(T + line + "\n" + T + "RIP: 0010:victim_fn+0x1/0x2\n"
+                text = with_lines(T + line + "\n" + T + "RIP: 0010:victim_fn+0x1/0x2\n"
                                + T + "Call Trace:\n" + T + " victim_fn+0x1/0x2\n" + T + " caller+0x1/0x2\n")
-                self.assertEqual([c["culprit"] for c in reports.crashes(text)], [title])
+                self.assertEqual([c["culprit"] for c in console.crashes(text)], [title])
 
 
 if __name__ == "__main__":

@@ -30,7 +30,8 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro.reports import classify, logtext, console as reports  # noqa: E402
+from krepro.reports import classify, console, logtext, needles  # noqa: E402
+from krepro.reports.console_lines import MAX_LINE, console_lines  # noqa: E402
 
 GOLDEN = sorted(glob.glob(os.path.join(HERE, "console", "*.log")))
 PASTED = os.path.join(HERE, "pasted")
@@ -93,9 +94,9 @@ WRAPPINGS = {
 
 
 def crashes(lines):
-    """reports.crashes_stream() of (number, line) pairs, as comparable rows."""
+    """console.crashes_stream() of (number, line) pairs, as comparable rows."""
     return [(c["line"], c["kind"], c["title"], c.get("culprit"), tuple(c["trace_frames"]))
-            for c in reports.crashes_stream(lines)]
+            for c in console.crashes_stream(lines)]
 
 
 def read(path):
@@ -112,7 +113,7 @@ class Wrappings(unittest.TestCase):
             want = crashes((n, logtext.plain(l)) for n, l in logtext.file_lines(io.StringIO(text)))
             # Read plain, the log itself gives the classifier's titles (its
             # syzbot-style inline frames are frames too).
-            self.assertEqual([c[:4] for c in want], [c[:4] for c in crashes(reports.console_lines(text))])
+            self.assertEqual([c[:4] for c in want], [c[:4] for c in crashes(console_lines(text))])
             for name, wrap in WRAPPINGS.items():
                 pasted = "\n".join(wrap(l) for l in text.splitlines()) + "\n"
                 got = crashes((n, logtext.plain(l)) for n, l in logtext.file_lines(io.StringIO(pasted)))
@@ -162,13 +163,13 @@ class Wrappings(unittest.TestCase):
 
 
 class Skipping(unittest.TestCase):
-    NEEDLES = logtext.needles(reports.load_patterns())
+    NEEDLES = needles.needles(console.load_patterns())
 
     def same(self, text, what, sizes=(1, 7, 100, 4096, logtext.BLOCK)):
         want = crashes(logtext.file_lines(io.StringIO(text, newline=None)))
         for size in sizes:
             f = io.StringIO(text, newline=None)
-            got = crashes(logtext.report_lines(f, self.NEEDLES, reports.TRACE_LINES + 1, size))
+            got = crashes(logtext.report_lines(f, self.NEEDLES, console.TRACE_LINES + 1, size))
             self.assertEqual(got, want, f"{what}, block size {size}")
         # A file: read as it arrives (read1), decoded and its line ends
         # translated by the reader itself.
@@ -177,25 +178,25 @@ class Skipping(unittest.TestCase):
             t.flush()
             for size in (sizes[0], sizes[-1]):
                 with open(t.name, errors="replace") as f:
-                    got = crashes(logtext.report_lines(f, self.NEEDLES, reports.TRACE_LINES + 1, size))
+                    got = crashes(logtext.report_lines(f, self.NEEDLES, console.TRACE_LINES + 1, size))
                 self.assertEqual(got, want, f"{what}, from a file, block size {size}")
 
     def test_every_row_of_the_table_has_a_needle(self):
         # Without one the reader reads every line (slow, never wrong).
         self.assertIsNotNone(self.NEEDLES)
-        for _, regex, _, _ in reports.load_patterns():
-            self.assertIsNotNone(logtext.needle(regex.pattern[4:-1]), regex.pattern)
+        for _, regex, _, _ in console.load_patterns():
+            self.assertIsNotNone(needles.needle(regex.pattern[4:-1]), regex.pattern)
 
     def test_needle(self):
-        self.assertEqual(logtext.needle(r"(Oops: )?divide error: "), "divide error: ")
-        self.assertEqual(logtext.needle(r"BUG: KASAN: ([a-z-]+) in"), "BUG: KASAN: ")
-        self.assertEqual(logtext.needle(r"list_(add|del) corruption"), " corruption")
-        self.assertEqual(logtext.needle(r"WARNING: bad unlock balance detected!"),
+        self.assertEqual(needles.needle(r"(Oops: )?divide error: "), "divide error: ")
+        self.assertEqual(needles.needle(r"BUG: KASAN: ([a-z-]+) in"), "BUG: KASAN: ")
+        self.assertEqual(needles.needle(r"list_(add|del) corruption"), " corruption")
+        self.assertEqual(needles.needle(r"WARNING: bad unlock balance detected!"),
                          "WARNING: bad unlock balance detected!")
-        self.assertEqual(logtext.needle(r"a \(b\) [0-9]+ xyz"), "a (b) ")
-        self.assertIsNone(logtext.needle(r"ab|cd"))
-        self.assertIsNone(logtext.needle(r"[A-Z]+ x"))
-        self.assertEqual(logtext.needle(r"abcd?"), "abc")
+        self.assertEqual(needles.needle(r"a \(b\) [0-9]+ xyz"), "a (b) ")
+        self.assertIsNone(needles.needle(r"ab|cd"))
+        self.assertIsNone(needles.needle(r"[A-Z]+ x"))
+        self.assertEqual(needles.needle(r"abcd?"), "abc")
 
     def test_golden_logs_one_after_another(self):
         text = "".join(read(log) for log in GOLDEN)
@@ -208,7 +209,7 @@ class Skipping(unittest.TestCase):
         for what, text in [("CRLF", kasan.replace("\n", "\r\n")), ("lone CR", kasan.replace("\n", "\r")),
                            ("form feeds", "a\x0cb\n" * 50 + kasan + "c\x0cd\n" * 50),
                            ("no last newline", "x\n" * 300 + kasan.rstrip("\n")),
-                           ("a line over the limit", "y" * (3 * reports.MAX_LINE) + "\n" + kasan),
+                           ("a line over the limit", "y" * (3 * MAX_LINE) + "\n" + kasan),
                            ("empty", "")]:
             self.same(text, what)
 

@@ -14,7 +14,6 @@ TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 from krepro import protocol  # noqa: E402
 from krepro.lava import job as lava  # noqa: E402
-from krepro.reports import console as reports  # noqa: E402
 from krepro import verdict  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
 

@@ -13,7 +13,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
 from krepro import meta as metamod, paths, protocol  # noqa: E402
 from krepro.results import gate  # noqa: E402
-from krepro.reports import console as reports, trace  # noqa: E402
+from krepro.reports import console, run_evidence, trace  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
 from krepro.verdict import decide  # noqa: E402
 
@@ -50,7 +50,7 @@ class Outcomes(unittest.TestCase):
         self.assertEqual(r["outcome"], "OTHER")
 
     def test_refcount_and_its_warning_are_one_crash(self):
-        cs = reports.crashes(golden("refcount-warning.log"))
+        cs = console.crashes(golden("refcount-warning.log"))
         self.assertEqual(len(cs), 1)
         self.assertEqual(cs[0]["headers"], [["REFCOUNT", "refcount_t: addition on 0; use-after-free"],
                                             ["WARNING", "WARNING in refcount_warn_saturate"]])
@@ -58,7 +58,7 @@ class Outcomes(unittest.TestCase):
         self.assertEqual(decide(golden("refcount-warning.log"), CAN)["outcome"], "FAIL")
 
     def test_arm_fortify_is_one_crash_with_arm_frames(self):
-        cs = reports.crashes(golden("fortify-arm.log"))
+        cs = console.crashes(golden("fortify-arm.log"))
         self.assertEqual(cs[0]["title"], "detected buffer overflow in memcpy")
         self.assertIn("fortify_panic", cs[0]["frames"])
         m = meta("arm-kprobe-fortify", ("BUG", "kernel BUG at lib/string_helpers.c", "fortify_panic"))
@@ -122,7 +122,7 @@ class Outcomes(unittest.TestCase):
 
 
 def trace_frames(log):
-    return reports.crashes(log)[0]["trace_frames"]
+    return console.crashes(log)[0]["trace_frames"]
 
 
 NVME_LIST = (("LIST", "^list_(add|del) (corruption|double add)", "nvme_tcp_.*|nvme_cancel_(request|tagset)"),
@@ -156,7 +156,7 @@ class Evidence(unittest.TestCase):
     def test_evidence_bounded(self):
         ktap = "".join(f"# a: FAIL: {i} " + "y" * 2000 + "\n" for i in range(40))
         r = decide(BOOT + RESULT1, meta("x"), ktap)
-        self.assertLess(len(r["evidence"]), reports.EVIDENCE_CHARS + 100)
+        self.assertLess(len(r["evidence"]), run_evidence.EVIDENCE_CHARS + 100)
         self.assertTrue(r["evidence"].endswith("(+24 more lines)"), r["evidence"][-40:])
 
     def test_fail_does_not_hide_a_broken_case(self):
@@ -213,7 +213,7 @@ class TraceFrames(unittest.TestCase):
                                              "interrupted_fn", "task_fn"])
 
     def test_kasan_alloc_and_free_stacks_are_not_the_trace(self):
-        frames = reports.crashes(golden("real-tcmu-uio-rmdir-unpatched.log"))[0]["trace_frames"]
+        frames = console.crashes(golden("real-tcmu-uio-rmdir-unpatched.log"))[0]["trace_frames"]
         self.assertIn("uio_unregister_device", frames)
         for f in ("__uio_register_device", "tcmu_configure_device", "kobject_put", "device_release",
                   "detach_groups.isra.0", "tcmu_vma_close"):   # allocated, freed, or "? "
@@ -363,7 +363,7 @@ def trace_end(lines, opened, patterns):
     """Where the trace that opens at line `opened` ends (TraceReader's rule)."""
     for i in range(opened + 1, len(lines)):
         line = STAMP.sub("", lines[i])
-        if not line.strip() or trace.TRACE_CLOSE.match(line) or reports.classify_line(line, patterns):
+        if not line.strip() or trace.TRACE_CLOSE.match(line) or console.classify_line(line, patterns):
             return i
     return len(lines)
 
@@ -373,7 +373,7 @@ def up_to_crash(text, line):
     `line`, and the lines of init's results after it: a later report of the
     same bug does not decide the run."""
     lines = text.splitlines()
-    end = next((i for i in range(line, len(lines)) if reports.REPORT_END.match(STAMP.sub("", lines[i]))),
+    end = next((i for i in range(line, len(lines)) if console.REPORT_END.match(STAMP.sub("", lines[i]))),
                len(lines) - 1)
     return lines[:end + 1] + [l for l in lines[end + 1:] if protocol.RESULT_RE.match(STAMP.sub("", l))]
 
@@ -386,9 +386,9 @@ def look_alikes(text, names, line):
     only as an unreliable frame (x86 "? f", ARM's "LR is at f"), only in a
     KASAN "Freed by task" stack, or only in a lockdep held-lock list, both
     where the trace ends."""
-    patterns = reports.load_patterns()
+    patterns = console.load_patterns()
     named = re.compile(r"(?<![A-Za-z0-9_.])(" + "|".join(map(re.escape, names)) + r")(?=\+0x| from |\))")
-    lines = [l if reports.classify_line(STAMP.sub("", l), patterns) else named.sub("krepro_other_fn", l)
+    lines = [l if console.classify_line(STAMP.sub("", l), patterns) else named.sub("krepro_other_fn", l)
              for l in up_to_crash(text, line)]
     bare = [STAMP.sub("", l) for l in lines]
     pc = next((i for i, l in enumerate(bare) if l.startswith("PC is at ")), None)
@@ -445,7 +445,7 @@ class DeclaredSignatures(unittest.TestCase):
                     res = decide(text, meta_)
                     self.assertEqual(res["outcome"], "FAIL", res["evidence"])
                     crash = next(r for r in res["reports"] if r.get("bug"))
-                    for sig in (s for s in sigs if reports.signature_matches(crash, s)):
+                    for sig in (s for s in sigs if console.signature_matches(crash, s)):
                         names = [f for f in crash["trace_frames"] if re.fullmatch(sig.frame, f)]
                         for variant, fake in look_alikes(text, names, crash["line"]).items():
                             other = decide(fake, meta_)

@@ -23,7 +23,8 @@ import unittest
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro.reports import classify, logtext, pasted, console as reports  # noqa: E402
+from krepro.reports import classify, console, logtext, pasted  # noqa: E402
+from krepro.reports.console_lines import MAX_LINE  # noqa: E402
 from rewrap import GOLDEN, HERE, WRAPPINGS, read  # noqa: E402
 
 
@@ -125,9 +126,9 @@ Call Trace:
 
 class OldLockdep(unittest.TestCase):
     def test_suspicious_rcu_usage_with_its_source_line(self):
-        old = reports.crashes(RCU_BODY.replace("{banner}", "[ INFO: suspicious RCU usage. ]   "))
+        old = console.crashes(RCU_BODY.replace("{banner}", "[ INFO: suspicious RCU usage. ]   "))
         self.assertEqual([c["culprit"] for c in old], ["INFO: suspicious RCU usage in dev_fn"])
-        modern = reports.crashes(RCU_BODY.replace("{banner}", "WARNING: suspicious RCU usage"))
+        modern = console.crashes(RCU_BODY.replace("{banner}", "WARNING: suspicious RCU usage"))
         self.assertEqual([c["culprit"] for c in modern], ["WARNING: suspicious RCU usage in dev_fn"])
 
     def test_older_banners_are_titled_as_syzkaller_titles_them(self):
@@ -135,7 +136,7 @@ class OldLockdep(unittest.TestCase):
         for banner, want in OLD_LOCKDEP:
             for blanks in ("", "      "):
                 with self.subTest(banner + blanks):
-                    got = reports.crashes(LOCKDEP_BODY.replace("{banner}", banner + blanks))
+                    got = console.crashes(LOCKDEP_BODY.replace("{banner}", banner + blanks))
                     self.assertEqual([c["culprit"] for c in got], [want])
 
 
@@ -148,7 +149,7 @@ class OneLine(unittest.TestCase):
         # Longer than printk's limit, and a log's only line: kept to be split.
         long = "".join(read(log) for log in GOLDEN if "real-" in log)
         want = crashes_of(long)
-        self.assertGreater(len(long), 8 * reports.MAX_LINE)
+        self.assertGreater(len(long), 8 * MAX_LINE)
         for ends in ("\n", ""):
             self.assertEqual(crashes_of(" ".join(long.splitlines()) + ends), want)
 

@@ -29,7 +29,8 @@ TOP = os.path.dirname(HERE)
 SCRIPTS = os.path.join(TOP, "scripts")
 sys.path.insert(0, SCRIPTS)
 from krepro.results import gate, render  # noqa: E402
-from krepro.reports import console as reports  # noqa: E402
+from krepro.reports import console  # noqa: E402
+from krepro.reports.console_lines import MAX_LINE, file_lines  # noqa: E402
 
 KASAN = os.path.join(HERE, "console", "kasan-uaf.log")
 QUIET = os.path.join(HERE, "console", "real-xfs-nowait-dio-pass.log")
@@ -406,9 +407,9 @@ def golden(t, scratch):
         t.check("golden logs", ["none found"])
     for log in logs:
         with open(log, errors="replace") as f:
-            want = reports.crashes(f.read())
+            want = console.crashes(f.read())
         with open(log, errors="replace") as f:
-            got = list(reports.crashes_stream(reports.file_lines(f)))
+            got = list(console.crashes_stream(file_lines(f)))
         t.check(f"crashes_stream = crashes: {os.path.basename(log)}",
                 [] if got == want else [f"{len(got)} crashes, want {len(want)}"])
     odd = os.path.join(scratch, "logs", "odd.log")
@@ -418,20 +419,20 @@ def golden(t, scratch):
     with open(odd, "w", newline="") as f:
         f.write(text)
     with open(odd, errors="replace") as f:
-        want = reports.crashes(f.read())
+        want = console.crashes(f.read())
     with open(odd, errors="replace") as f:
-        got = list(reports.crashes_stream(reports.file_lines(f)))
+        got = list(console.crashes_stream(file_lines(f)))
     t.check("crashes_stream = crashes: CR, CRLF, form feed, NEL, U+2028",
             [] if got == want and want else [f"{got} != {want}"])
     # A line past MAX_LINE: its head is read, the lines after it keep their numbers.
     long = os.path.join(scratch, "logs", "long.log")
-    text = ("boot\nBUG: KASAN: use-after-free in foo+0x1/0x2 " + "x " * reports.MAX_LINE + "\n"
+    text = ("boot\nBUG: KASAN: use-after-free in foo+0x1/0x2 " + "x " * MAX_LINE + "\n"
             "---[ end trace 0 ]---\nBUG: KASAN: double-free or invalid-free in bar+0x1/0x2\n")
     with open(long, "w") as f:
         f.write(text)
     with open(long) as f:
-        got = list(reports.crashes_stream(reports.file_lines(f)))
-    want = reports.crashes(text)
+        got = list(console.crashes_stream(file_lines(f)))
+    want = console.crashes(text)
     t.check("crashes_stream = crashes: a line longer than MAX_LINE",
             [] if got == want and [c["line"] for c in got] == [2, 4] else [f"{got} != {want}"])
 

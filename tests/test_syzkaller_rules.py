@@ -10,7 +10,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-from krepro.reports import console as reports, rustname  # noqa: E402
+from krepro.reports import console, rustname  # noqa: E402
 from krepro.verdict import decide  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
 
@@ -21,7 +21,7 @@ END = "---[ end trace 0000000000000000 ]---\n"
 
 
 def first(log):
-    return reports.crashes(log)[0]
+    return console.crashes(log)[0]
 
 
 def verdict(log):
@@ -53,7 +53,7 @@ class Corrupted(unittest.TestCase):
         c = first("kernel BUG at fs/x.c:10!\ninvalid opcode: 0000 [#1] SMP\nRIP: 0010:x_fn+0x1/0x2\n" + END)
         self.assertEqual((c["culprit"], c["corrupted"]), ("kernel BUG in x_fn", True))
         # Cut at its length, the report's stack may come after: not decided.
-        regs = "".join(f"R{i % 16}: 0000000000000000\n" for i in range(reports.TRACE_LINES))
+        regs = "".join(f"R{i % 16}: 0000000000000000\n" for i in range(console.TRACE_LINES))
         c = first("kernel BUG at fs/x.c:10!\nRIP: 0010:x_fn+0x1/0x2\n" + regs + FRAMES)
         self.assertEqual((c["culprit"], c["corrupted"]), ("kernel BUG in x_fn", False))
 
@@ -114,9 +114,9 @@ class Titles(unittest.TestCase):
                "[    0.000000] Linux version 6.1.0\n")
         self.assertEqual(verdict(log), ("unexpected kernel reboot", False))
         # Not the loader's other line, nor a quote of it in a kernel message.
-        self.assertEqual(reports.crashes(log.replace("kernel.\n", "kernel (entry_offset: 0x0).\n")), [])
+        self.assertEqual(console.crashes(log.replace("kernel.\n", "kernel (entry_offset: 0x0).\n")), [])
         quoted = "[   56.0] fuse: Unknown parameter 'Decompressing Linux... Booting the kernel.'\n"
-        self.assertEqual(reports.crashes(quoted), [])
+        self.assertEqual(console.crashes(quoted), [])
 
     def test_a_guests_own_boot_is_no_reboot(self):
         console = ("Decompressing Linux... Parsing ELF... done.\nBooting the kernel.\n"

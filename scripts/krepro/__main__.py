@@ -181,7 +181,7 @@ def bundle(argv):
     p.add_argument("--arch", default=os.environ.get("KREPRO_ARCH") or "x86_64")
     p.add_argument("--branch", default=os.environ.get("KREPRO_BRANCH") or None)
     p.add_argument("--out", default=".")
-    from .cli import bounded
+    from .options import UsageError, bounded
     p.add_argument("--timeout", type=bounded("--timeout"))
     o = p.parse_args(argv)
     from . import arches, branches
@@ -197,7 +197,7 @@ def bundle(argv):
         return fail("bundle", f"--out {o.out}: {unwritable(o.out)}")
     try:
         d, tarball = bundlemod.make(o.repro, o.kernel, o.arch, o.out, o.timeout, o.branch)
-    except (kernels.UsageError, bundlemod.BundleError, metamod.MetaError) as e:
+    except (UsageError, bundlemod.BundleError, metamod.MetaError) as e:
         return fail("bundle", str(e))
     except kernels.Undecidable as e:
         print(f"krepro: bundle: {e}", file=sys.stderr)

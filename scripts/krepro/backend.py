@@ -37,7 +37,7 @@ class GuestResult:
     seconds: float
     stopped_early: bool = False
     # The guest's seconds when the bug's report was seen ended, and when
-    # its answer was complete (answer.Watch); None when never.
+    # its answer was complete (early_stop.Watch); None when never.
     report_seen: Optional[float] = None
     answer_complete: Optional[float] = None
     via: dict = dataclasses.field(default_factory=lambda: {"via": "qemu"})

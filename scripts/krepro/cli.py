@@ -8,88 +8,21 @@ import shlex
 import shutil
 import sys
 
-from . import arches, branches, guest, kernels, meta as metamod, dry_run as plan, runner
+from . import arches, branches, dry_run, guest, kernels, meta as metamod, runner
 from .config import RunConfig
 from .kernels import FLAVOURS
-from .lava import lab as lava_lab
-from .options import bounded, given_rate, probability
+from .lava import lab
+from .options import UsageError, bounded
 from .paths import TOP, build, cache, git_commit
 from .protocol import DEFAULT_MISS, TIMEOUT_MARGIN, UNDECIDED, USAGE
 from .results import render
 from .run_checks import check_miss, check_report, check_repros
 from .run_help import HELP
+from .run_parser import PROG, parse
 from .untrusted import Refused, no_build, say, unwritable
 
 # A disk that fills up or turns read-only under a run (results or cache).
 DISK_ERRORS = (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO)
-from .options import empty_value, option_hint
-PROG = "krepro"
-
-
-class Parser(argparse.ArgumentParser):
-    def parse_known_args(self, args=None, namespace=None):
-        args = sys.argv[1:] if args is None else list(args)
-        empty_value(self, args)
-        return super().parse_known_args(args, namespace)
-
-    def error(self, message):
-        hint = option_hint(self, message)
-        print(f"{PROG}: error: {say(message)}{hint} (see run-in-qemu.sh --help)", file=sys.stderr)
-        sys.exit(USAGE)
-
-
-def parse(argv):
-    # No abbreviations: `--kern patched` must not pass for another option,
-    # nor `--tre .` run a flavour under git bisect.
-    p = Parser(prog="run-in-qemu.sh", add_help=False, usage=argparse.SUPPRESS, allow_abbrev=False)
-    p.add_argument("-h", "--help", action="store_true")
-    p.add_argument("--version", action="store_true")
-    p.add_argument("--dry-run", action="store_true")
-    p.add_argument("--arch", default=os.environ.get("KREPRO_ARCH") or "x86_64")
-    p.add_argument("--branch")
-    p.add_argument("--rate", type=given_rate)
-    p.add_argument("--kernel", action="append", dest="kernels", default=[])
-    p.add_argument("--tree", action="append", dest="trees", default=[])
-    p.add_argument("--miss", type=probability)
-    p.add_argument("--confidence", type=probability)
-    p.add_argument("--max-runs", type=bounded("--max-runs"), default=20)
-    p.add_argument("--repeat", type=bounded("--repeat"))
-    p.add_argument("--timeout", type=bounded("--timeout"))
-    p.add_argument("-j", "--jobs", type=bounded("--jobs"))
-    p.add_argument("--via", default="qemu")
-    p.add_argument("--artifacts")
-    p.add_argument("--accel", choices=("tcg", "kvm", "auto"), default="tcg")
-    p.add_argument("--results")
-    p.add_argument("--replace", action="store_true")
-    p.add_argument("--expect", action="store_true")
-    p.add_argument("--any-report", action="store_true")
-    p.add_argument("--record-rates", action="store_true")
-    p.add_argument("--keep", action="store_true")
-    p.add_argument("--append", default="")
-    p.add_argument("--qemu-opts", default="")
-    p.add_argument("--gdb", nargs="?", const=1234, type=bounded("--gdb"))
-    p.add_argument("--vmlinux")
-    p.add_argument("--list", action="store_true")
-    p.add_argument("--report")
-    p.add_argument("repros", nargs="*")
-    o = p.parse_args(argv)
-    # Kernels keep their command-line order, --tree among --kernel. Only the
-    # exact spellings reach here: abbreviations were refused above.
-    order = []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a == "--":
-            break
-        if a in ("--kernel", "--tree") and i + 1 < len(argv):
-            order.append((a, argv[i + 1]))
-            i += 1
-        elif a.startswith(("--kernel=", "--tree=")):
-            k, _, v = a.partition("=")
-            order.append((k, v))
-        i += 1
-    o.kernel_specs = [v if k == "--kernel" else "tree:" + v for k, v in order]
-    return o
 
 
 def fail(msg, code=USAGE):
@@ -159,7 +92,7 @@ def check_via(o):
                     "the lab downloads from as URL")
         # A lab that is down or an identity that is not there: said once,
         # before any guest, instead of a BROKEN row for every job.
-        return lava_lab.check_lab(o.via[5:])
+        return lab.check_lab(o.via[5:])
     elif o.artifacts:
         return "--artifacts is for --via lava:ID"
     return None
@@ -193,7 +126,7 @@ def make_kernels(o):
     try:
         for k in ks:
             k.check()
-    except kernels.UsageError as e:
+    except UsageError as e:
         return None, str(e)
     if o.vmlinux:
         paths = [k for k in ks if not k.flavour and not k.tree]
@@ -202,7 +135,7 @@ def make_kernels(o):
                           "(krepro's flavours and --tree builds keep their own)")
         try:
             paths[0].set_debug(o.vmlinux)
-        except kernels.UsageError as e:
+        except UsageError as e:
             return None, str(e)
     return ks, check_kernels(o, specs, ks)
 
@@ -319,7 +252,7 @@ def main(argv):
         return fail(err)
     config = settle(o, ks)
     if o.dry_run:
-        return plan.dry_run(config)
+        return dry_run.dry_run(config)
     return run(config)
 
 

@@ -6,12 +6,12 @@ import time
 
 from .reports import decode
 from . import guest
-from .lava import job as lava, lab as lava_lab
+from .lava import job, lab
 from .backend import GuestSpec
 from .log import log
 from .paths import read
 from .early_stop import Watch
-from .reports.console import evidence_crash
+from .reports.run_evidence import evidence_crash
 from .verdict import decide, infrastructure
 from .untrusted import fresh_dir
 
@@ -19,9 +19,9 @@ from .untrusted import fresh_dir
 def backend(config):
     """What runs the guests of a run configured so."""
     if config.via == "lava-run":
-        return lava.LavaRun()
+        return job.LavaRun()
     if config.lab:
-        return lava_lab.Lab(config.lab, config.artifacts)
+        return lab.Lab(config.lab, config.artifacts)
     return guest.Qemu(keep=config.keep, gdb=config.gdb, extra=config.qemu_extra)
 
 

@@ -21,7 +21,8 @@ import re
 import time
 
 from .paths import read
-from .reports.console import REPORT_END, TRACE_LINES, console_lines
+from .reports.console import REPORT_END, TRACE_LINES
+from .reports.console_lines import console_lines
 from .verdict import decide
 
 # A report without an end line of its own (a hung task, a lockdep splat, an
@@ -54,7 +55,7 @@ def ktap_complete(ktap, cases=()):
 
 def report_ended(console, line):
     """Has the report that starts on console line `line` (1-based, as
-    reports.console_lines numbers them) ended: an end line after it, or
+    console_lines() numbers them) ended: an end line after it, or
     TRACE_LINES lines of it?"""
     after = 0
     for n, l in console_lines(console):

@@ -120,7 +120,7 @@ def stop_all():
 
 
 # How often a running guest's console is read; how long a guest may go on
-# once the bug's own report has ended (answer.Watch says "report") for the
+# once the bug's own report has ended (early_stop.Watch says "report") for the
 # reproducer to print its verdict; how long once the verdict is on its KTAP
 # stream too ("complete"), for the lines printed right after it (the
 # report's register summary, the harness's closing scan).
@@ -209,7 +209,7 @@ def no_stop():
 def supervise(argv, out, limit, answered=None, grace=5):
     """Run argv (a guest, or a runner of one) in a session of its own, its
     output to the file out, until it ends or `limit` seconds. answered()
-    (answer.Watch) says when the outcome is known: the guest is stopped
+    (early_stop.Watch) says when the outcome is known: the guest is stopped
     AFTER_COMPLETE seconds after its answer is "complete", AFTER_REPORT
     seconds after the bug's "report" has ended if the reproducer's verdict
     does not come (a kernel that oopsed can leave it stuck until the limit).
@@ -222,27 +222,8 @@ def supervise(argv, out, limit, answered=None, grace=5):
                          stdin=subprocess.DEVNULL, start_new_session=True)
     with LIVE_LOCK:
         LIVE.add(p)
-    status, timed_out, stop = None, False, no_stop()
     try:
-        while status is None:
-            now = time.monotonic() - t0
-            left = limit - now
-            if left <= 0:
-                timed_out = True
-                break
-            if (stop["complete"] is not None and now - stop["complete"] >= AFTER_COMPLETE) or \
-                    (stop["report"] is not None and now - stop["report"] >= wait_report):
-                stop["early"] = True
-                break
-            try:
-                status = p.wait(timeout=min(WATCH_EVERY, left))
-            except subprocess.TimeoutExpired:
-                state = answered() if answered and stop["complete"] is None else None
-                seen = round(time.monotonic() - t0, 1)
-                if state in ("report", "complete") and stop["report"] is None:
-                    stop["report"] = seen
-                if state in ("complete", "own"):
-                    stop["complete"] = seen
+        status, timed_out, stop = watch(p, t0, limit, answered, wait_report)
         if status is None:
             p.terminate()
             try:
@@ -261,6 +242,33 @@ def supervise(argv, out, limit, answered=None, grace=5):
     finally:
         with LIVE_LOCK:
             LIVE.discard(p)
+    return status, timed_out, stop
+
+
+def watch(p, t0, limit, answered, wait_report):
+    """Wait for the guest p (started at t0) until it ends, `limit` seconds
+    pass or its answer says to stop it: (status or None, timed out, stop),
+    as supervise() returns them."""
+    status, timed_out, stop = None, False, no_stop()
+    while status is None:
+        now = time.monotonic() - t0
+        left = limit - now
+        if left <= 0:
+            timed_out = True
+            break
+        if (stop["complete"] is not None and now - stop["complete"] >= AFTER_COMPLETE) or \
+                (stop["report"] is not None and now - stop["report"] >= wait_report):
+            stop["early"] = True
+            break
+        try:
+            status = p.wait(timeout=min(WATCH_EVERY, left))
+        except subprocess.TimeoutExpired:
+            state = answered() if answered and stop["complete"] is None else None
+            seen = round(time.monotonic() - t0, 1)
+            if state in ("report", "complete") and stop["report"] is None:
+                stop["report"] = seen
+            if state in ("complete", "own"):
+                stop["complete"] = seen
     return status, timed_out, stop
 
 

@@ -6,11 +6,11 @@ import os
 import subprocess
 
 from . import arches, branches
-from .distro import kernel as distro
-from . import detectors as evidence
+from .distro import kernel as distro_kernel
+from . import detectors
 from .log import log
 from .paths import SCRIPTS, cache, kernels as kernels_dir
-from .options import UsageError  # noqa: F401  (callers catch kernels.UsageError)
+from .options import UsageError
 from .untrusted import Refused, check_path_input, no_build, say
 
 FLAVOURS = ("unpatched", "patched")
@@ -97,8 +97,8 @@ class Kernel:
                                  + (f"; did you mean {close[0]}?" if close else ""))
             try:
                 check_path_input(self.spec, IMAGE_MAX)
-                found = distro.resolve(self.spec)
-            except (distro.DistroError, Refused) as e:
+                found = distro_kernel.resolve(self.spec)
+            except (distro_kernel.DistroError, Refused) as e:
                 raise UsageError(f"--kernel {e}")
             if found:
                 # A distribution kernel with its modules.
@@ -138,13 +138,13 @@ class Kernel:
         linux-image-*-dbg package (.deb or unpacked) holding one."""
         try:
             check_path_input(spec, DEBUG_MAX)
-            root = distro.unpack_deb(spec) if spec.endswith(".deb") and os.path.isfile(spec) else spec
+            root = distro_kernel.unpack_deb(spec) if spec.endswith(".deb") and os.path.isfile(spec) else spec
         except FileNotFoundError:
             raise UsageError(f"--vmlinux {spec}: no such file")
-        except (distro.DistroError, Refused, OSError) as e:
+        except (distro_kernel.DistroError, Refused, OSError) as e:
             raise UsageError(f"--vmlinux {say(e)}")
         if os.path.isdir(root):
-            found = distro.debug_vmlinux(root, self.release)
+            found = distro_kernel.debug_vmlinux(root, self.release)
             if not found:
                 raise UsageError(f"--vmlinux {spec}: no usr/lib/debug/boot/vmlinux-"
                                  f"{self.release or '*'} in it")
@@ -169,7 +169,7 @@ class Kernel:
         if found:
             return found, None
         if self.release:
-            return distro.debug_vmlinux("/", self.release) or (None, None)
+            return distro_kernel.debug_vmlinux("/", self.release) or (None, None)
         return None, None
 
     @property
@@ -215,13 +215,13 @@ class Kernel:
         if not os.path.isdir(tree) and kernels_sh(self.arch, "tree", branch=branch, stdout=None,
                                                   stderr=None).returncode:
             raise Undecidable("the kernel tree (scripts/kernels.sh tree) is needed to map options to modules")
-        plan = distro.Plan(self.arch, self.release, self.distro_root, tree, metas, repros)
+        plan = distro_kernel.Plan(self.arch, self.release, self.distro_root, tree, metas, repros)
         for r in repros:
             for why in plan.missing[r]:
                 log(f"warning: {self.label}: {why} ({r})")
             log(f"{self.label}: {r} gets {len(plan.load[r])} modules loaded before it starts"
                 + (f" ({' '.join(plan.names(r))})" if plan.load[r] else ""))
-        self.initrd = distro.guest_image(plan, base, self.arch)
+        self.initrd = distro_kernel.guest_image(plan, base, self.arch)
         return self.initrd
 
 
@@ -234,7 +234,7 @@ def kernel_config(kernel):
     if kernel.distro_root:
         path = os.path.join(kernel.distro_root, "boot", f"config-{kernel.release}")
         if os.path.isfile(path):
-            return distro.read_config(path), path
+            return distro_kernel.read_config(path), path
     image = kernel.image or (flavour_image(kernel.arch, kernel.flavour, kernel.run_branch)
                              if kernel.flavour else None)
     if not image or not os.path.isfile(image):
@@ -245,7 +245,7 @@ def kernel_config(kernel):
         cands.append(os.path.join(image[:-len(in_obj)], ".config"))
     found = next((c for c in cands if os.path.isfile(c)), None)
     if found:
-        return distro.read_config(found), found
+        return distro_kernel.read_config(found), found
     return ikconfig(kernel, image)
 
 
@@ -283,7 +283,7 @@ def check_kconfig(kernel, repros, metas):
         missing = metas[r].missing_options(cfg)
         if missing:
             log(f"warning: {kernel.label} lacks {' '.join(missing)}, which {r} needs: it will SKIP")
-        blind = evidence.Sight(metas[r], cfg).note()
+        blind = detectors.Sight(metas[r], cfg).note()
         if blind:
             log(f"warning: {kernel.label}: {r}: {blind}")
 

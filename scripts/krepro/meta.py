@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 
-from . import detectors as evidence
+from . import detectors
 from .protocol import GUEST_CPUS
 from . import paths
 from .paths import TOP, build
@@ -104,14 +104,14 @@ class Reproducer:
     @property
     def evidence_paths(self):
         """[(name, detectors)]: each signature, then its own evidence."""
-        out = [(evidence.path_name(s), list(s.detectors)) for s in self.signatures]
+        out = [(detectors.path_name(s), list(s.detectors)) for s in self.signatures]
         if self.own_evidence:
-            out.append((evidence.OWN, list(self.own_detectors)))
+            out.append((detectors.OWN, list(self.own_detectors)))
         return out
 
     def missing_options(self, cfg):
         """The options it needs that a kernel's config cfg lacks."""
-        return evidence.lacks(cfg, self.needs_kconfigs)
+        return detectors.lacks(cfg, self.needs_kconfigs)
 
 
 def json_problems(d):

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from . import disks
-from .distro import kernel as distro
+from .distro import kernel as distro_kernel
 from . import guest, rates
 from .results import render
 from .dispatch import Dispatcher
@@ -120,7 +120,7 @@ def main_run(config, metas):
             if k.distro_root:
                 try:
                     k.guest_image(initrd, config.repros, metas)
-                except (distro.DistroError, Undecidable) as e:
+                except (distro_kernel.DistroError, Undecidable) as e:
                     log(f"{k.label}: {e}")
                     return UNDECIDED
             if not k.flavour:

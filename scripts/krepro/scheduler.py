@@ -6,7 +6,7 @@ import sys
 import threading
 import time
 
-from . import detectors as evidence, guest, rates
+from . import detectors, guest, rates
 from .results import render
 from . import stats
 from .log import log
@@ -42,7 +42,7 @@ def rate_record(repro, kernel, role, sight, accel, given=None):
 def probe_record(repro, kernel, sight, accel):
     """(record, source) for a probe row, or (None, why none applies): one
     measured on the kernel's own stable branch, on a kernel that shows every
-    path the reproducer declares, as krepro's do (sight: evidence.Sight of
+    path the reproducer declares, as krepro's do (sight: detectors.Sight of
     this kernel), under accel (None: not checked)."""
     if not sight.full:
         return None, sight.note()
@@ -60,7 +60,7 @@ class PlanRow:
         self.after = None      # the bug row whose runs give this row its rate
         self.row = None        # stats.Row, opened when the row may start
         self.rate = self.note = None
-        self.sight = None      # evidence.Sight: what the kernel can show of the bug
+        self.sight = None      # detectors.Sight: what the kernel can show of the bug
         self.unbounded = None  # why a clean verdict of the row cannot be bounded
         self.alone = False
         self.n = 0             # guests started
@@ -184,7 +184,7 @@ class Scheduler:
     def open_row(self, pr):
         c, m = self.config, self.metas[pr.repro]
         pr.alone = m.alone and c.jobs > 1
-        pr.sight = evidence.Sight(m, pr.kernel.config)
+        pr.sight = detectors.Sight(m, pr.kernel.config)
         rec, pr.note = rate_record(pr.repro, pr.kernel, pr.role, pr.sight, self.record.data["accel"],
                                    c.rate)
         pr.rate = (rec["fails"], rec["runs"], pr.note) if rec else None

@@ -47,6 +47,12 @@ def cut(s, n=WORD_MAX):
     return s if len(s) <= n else f"{s[:n // 2]}...({len(s)} characters)...{s[-8:]}"
 
 
+def md_cell(s):
+    """A table cell: one line, its pipes escaped, at most 160 characters."""
+    s = clean("" if s is None else s).replace("|", "\\|")
+    return s if len(s) <= 160 else s[:157] + "..."
+
+
 def say(msg):
     """A message that may echo input, made one safe line: controls escaped,
     every word over WORD_MAX characters cut."""

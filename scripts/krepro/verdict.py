@@ -21,8 +21,8 @@ Run (status()): the exit status from its rows.
 """
 from .bounds import clean_runs_needed, miss, rate_lower
 from .protocol import CLEAN, EXIT_OUTCOME, INTERRUPTED, REPRODUCED, UNDECIDED
-from .reports.console import (broken_cases, crashes, joined, ktap_lines, landmarks, own_evidence,
-                              signature_matches)
+from .reports.console import crashes, signature_matches
+from .reports.run_evidence import broken_cases, joined, ktap_lines, landmarks, own_evidence
 
 # Boots a row may lose to the infrastructure (no init, QEMU died, a kernel
 # report before the test's start mark) before it is BROKEN; they are retried

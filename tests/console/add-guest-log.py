@@ -17,7 +17,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
-from krepro.reports import console as reports  # noqa: E402
+from krepro.reports import console  # noqa: E402
+from krepro.reports.console_lines import console_lines  # noqa: E402
 
 BEFORE, AFTER = 5, 2
 
@@ -25,20 +26,20 @@ BEFORE, AFTER = 5, 2
 def expected(text):
     """test_classify.py's lines: kind, title, and on a crash's first header
     its culprit title."""
-    culprits = {c["line"]: c["culprit"] for c in reports.crashes(text)}
+    culprits = {c["line"]: c["culprit"] for c in console.crashes(text)}
     return ["\t".join([r["kind"], r["title"]] + ([culprits[r["line"]]] if r["line"] in culprits else []))
-            for r in reports.classify(text)]
+            for r in console.classify(text)]
 
 
 def keep_lines(raw):
     """Indexes of raw lines to keep."""
-    lines = [l for _, l in reports.console_lines("\n".join(raw))]
+    lines = [l for _, l in console_lines("\n".join(raw))]
     keep = {i for i, l in enumerate(lines) if l.startswith(("krepro", "Linux version"))}
-    for c in reports.crashes("\n".join(raw)):
+    for c in console.crashes("\n".join(raw)):
         start = c["line"] - 1
         end = start + 1
-        while end < len(lines) and end - start < reports.TRACE_LINES and \
-                not reports.REPORT_END.match(lines[end]):
+        while end < len(lines) and end - start < console.TRACE_LINES and \
+                not console.REPORT_END.match(lines[end]):
             end += 1
         keep.update(range(max(0, start - BEFORE), min(len(lines), end + 1 + AFTER)))
     return sorted(keep)

@@ -10,7 +10,8 @@ import sys
 from .. import arches, stats
 from .confidence import Rate
 from .machinery import Machinery, built_before, scratch_dir
-from .search import DEFAULT_CALIBRATE, DEFAULT_FLOOR, Bisect, log
+from .record import log
+from .search import DEFAULT_CALIBRATE, DEFAULT_FLOOR, Bisect
 from ..paths import TOP
 from ..protocol import CLEAN, DEFAULT_MISS, USAGE
 from ..untrusted import say

@@ -35,7 +35,8 @@ import time
 
 from . import culprit_render
 from .machinery import Build, Machinery, apply_revert, checkout, first_parent_line, git, is_merge
-from .search import DEFAULT_CALIBRATE, Bisect, log
+from .record import log
+from .search import DEFAULT_CALIBRATE, Bisect
 from ..protocol import INTERRUPTED, USAGE
 from ..options import UsageError
 

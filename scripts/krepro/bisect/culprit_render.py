@@ -3,8 +3,7 @@ row's bisect.json record)."""
 import os
 
 from ..protocol import CLEAN, REPRODUCED
-from ..results.render import md_cell
-from ..untrusted import clean
+from ..untrusted import clean, md_cell
 
 HEAD = ["| reproducer | change | patch | commit | confidence | checks | guests | builds | seconds | bisection |",
         "|---|---|---|---|---|---|---|---|---|---|"]

@@ -4,8 +4,14 @@ from bisect.json alone."""
 import datetime
 import json
 import os
+import sys
 
 from .. import stats
+
+
+def log(msg):
+    """A line of the bisection's progress on stderr."""
+    print(f"krepro: bisect: {msg}", file=sys.stderr, flush=True)
 
 
 def now():
@@ -62,7 +68,20 @@ def render_summary(d):
         out.append(f"FAIL rate: {r['source']} (rate >= {stats.pct(r['low'])} at 95%); a good step "
                    f"wants {r['good_step_runs']} clean runs.")
     out += ["", "| step | role | commit | subject | build s | rows | runs | verdict | miss | confidence |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+            "|---|---|---|---|---|---|---|---|---|---|"] + step_rows(d) + [""] + answer_lines(d)
+    if d.get("skipped"):
+        out.append("")
+        out.append("Skipped: " + "; ".join(f"{s['commit'][:12]} ({s['why']})" for s in d["skipped"]))
+    for n in d.get("notes", []):
+        out.append(f"- note: {n}")
+    out.append("")
+    out.append(f"Exit status {d.get('exit')}.")
+    return "\n".join(out) + "\n"
+
+
+def step_rows(d):
+    """The steps table's rows, one a step."""
+    out = []
     for s in d["steps"]:
         verdict = s["verdict"] + (f": {s['why']}" if s.get("why") else "")
         rows = "; ".join(r.get("cell") or f"{r['decision']} in {r['runs']}" for r in s["rows"]) or "-"
@@ -72,7 +91,12 @@ def render_summary(d):
                    f" | {verdict} | "
                    f"{'-' if s.get('miss') is None else format(s['miss'], '.3f')} | "
                    f"{'-' if s.get('confidence') is None else format(s['confidence'], '.3f')} |")
-    out.append("")
+    return out
+
+
+def answer_lines(d):
+    """What the bisection named: the fix, the culprit, or why neither."""
+    out = []
     c = d.get("culprit")
     if c and c.get("fix"):
         out.append(f"**The fix: {c['fix']['commit'][:12]} (\"{c['fix']['subject']}\")**, the first commit "
@@ -92,11 +116,4 @@ def render_summary(d):
         if cand:
             out.append(f"- the candidate's checks: culprit again {cand['refail']['verdict']}; revert "
                        f"{cand['revert']['verdict']}: {cand['revert']['why']}")
-    if d.get("skipped"):
-        out.append("")
-        out.append("Skipped: " + "; ".join(f"{s['commit'][:12]} ({s['why']})" for s in d["skipped"]))
-    for n in d.get("notes", []):
-        out.append(f"- note: {n}")
-    out.append("")
-    out.append(f"Exit status {d.get('exit')}.")
-    return "\n".join(out) + "\n"
+    return out

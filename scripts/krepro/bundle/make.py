@@ -16,9 +16,9 @@ import tempfile
 import types
 
 from .. import arches, branches
-from . import readme as bundle_readme
+from . import readme
 from .. import disks
-from ..distro import kernel as distro
+from ..distro import kernel as distro_kernel
 from .. import guest, meta as metamod, runner
 from ..arches import ARCHES
 from ..kernels import Kernel, UsageError, Undecidable, kernel_config, prepare_kernels
@@ -109,7 +109,7 @@ def guest_initrd(kernel, meta, base):
     if kernel.distro_root:
         try:
             initrd = kernel.guest_image(initrd, [meta.name], {meta.name: meta})
-        except distro.DistroError as e:
+        except distro_kernel.DistroError as e:
             raise BundleError(f"{kernel.label}'s guest image: {e}")
     return initrd
 
@@ -143,20 +143,8 @@ def make_disk(meta, arch, initrd, stage, jobs, branch=None):
 def make(repro, spec, arch, out_dir, timeout=None, branch=None):
     """Write the bundle of repro on kernel spec into out_dir: (its directory,
     its tarball)."""
-    err = metamod.check_names(metamod.sources(), arch, [repro])
-    if err:
-        raise UsageError(err)
     branch = branch or branches.DEFAULT
-    kernel = Kernel(spec, arch, branch)
-    kernel.check()
-    if not no_build():
-        metamod.ensure_built()
-    meta = metamod.load_all().get(repro)
-    if meta is None:
-        raise BundleError(f"{repro}: in the source tree but not built: run make build")
-    extra = (Kernel("patched", arch, branch),) if meta.prepare else ()
-    if not prepare_kernels((kernel,) + extra):
-        raise Undecidable(f"the kernel {spec} could not be had (above)")
+    kernel, meta = ready(repro, spec, arch, branch)
     limit = timeout or meta.time_limit
     os.makedirs(out_dir, exist_ok=True)
     name = f"{repro}-{kernel.label}-{build_id(kernel)}"
@@ -177,7 +165,7 @@ def make(repro, spec, arch, out_dir, timeout=None, branch=None):
         files, initrd_name, comp_why = write_files(stage, meta, kernel, arch, initrd, own,
                                                    config_src, cfg, disk)
         with open(os.path.join(stage, "README.md"), "w", encoding="utf-8") as f:
-            f.write(bundle_readme.readme_text(meta, kernel, build_id(kernel), CONFIG, arch, files, comp_why,
+            f.write(readme.readme_text(meta, kernel, build_id(kernel), CONFIG, arch, files, comp_why,
                                           disk_note, config_note, limit))
         with open(os.path.join(stage, "run.sh"), "w") as f:
             f.write(run_sh(meta, kernel, arch, limit, initrd_name, disk is not None))
@@ -193,6 +181,25 @@ def make(repro, spec, arch, out_dir, timeout=None, branch=None):
         t.add(final, arcname=name, filter=owner_free)
     os.replace(tarball + ".tmp", tarball)
     return final, tarball
+
+
+def ready(repro, spec, arch, branch):
+    """The kernel (checked, built or fetched, with the patched one a
+    disk is prepared on) and repro's metadata (built): (kernel, meta)."""
+    err = metamod.check_names(metamod.sources(), arch, [repro])
+    if err:
+        raise UsageError(err)
+    kernel = Kernel(spec, arch, branch)
+    kernel.check()
+    if not no_build():
+        metamod.ensure_built()
+    meta = metamod.load_all().get(repro)
+    if meta is None:
+        raise BundleError(f"{repro}: in the source tree but not built: run make build")
+    extra = (Kernel("patched", arch, branch),) if meta.prepare else ()
+    if not prepare_kernels((kernel,) + extra):
+        raise Undecidable(f"the kernel {spec} could not be had (above)")
+    return kernel, meta
 
 
 def owner_free(info):
@@ -224,7 +231,7 @@ def write_files(stage, meta, kernel, arch, initrd, own, config_src, cfg, disk):
                   (f"the guest's initramfs: busybox, the init, {meta.name} and the programs it runs"
                    if own else "krepro's whole guest image (every reproducer)")
                   + (", and the distribution kernel's modules" if kernel.distro_root else "")
-                  + f" ({bundle_readme.human(len(data))} unpacked)"))
+                  + f" ({readme.human(len(data))} unpacked)"))
     if disk:
         files.append((DISK, os.path.getsize(disk), "the reproducer's disk"))
     src = os.path.join(repro_dir(), meta.name, meta.name + ".c")
@@ -260,8 +267,8 @@ def summary(directory, tarball):
     """What make() wrote, with the sizes (said when the bundle is made)."""
     lines = [f"bundle: {directory}/"]
     for n in sorted(os.listdir(directory)):
-        lines.append(f"  {n:<24} {bundle_readme.human(os.path.getsize(os.path.join(directory, n)))}")
-    lines.append(f"tarball: {tarball} ({bundle_readme.human(os.path.getsize(tarball))}); "
+        lines.append(f"  {n:<24} {readme.human(os.path.getsize(os.path.join(directory, n)))}")
+    lines.append(f"tarball: {tarball} ({readme.human(os.path.getsize(tarball))}); "
                  f"run: tar xzf {os.path.basename(tarball)} && "
                  f"{os.path.basename(directory)}/run.sh")
     return "\n".join(lines)

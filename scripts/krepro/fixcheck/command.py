@@ -7,11 +7,10 @@ import os
 import sys
 
 from .. import arches, branches
-from . import check as fixcheck
+from . import check
 from ..paths import TOP
 from ..protocol import CLEAN, INTERRUPTED, USAGE
-from ..results.render import md_cell
-from ..untrusted import clean, say
+from ..untrusted import clean, md_cell, say
 from ..options import Parser, UsageError
 
 HELP = """\
@@ -91,7 +90,7 @@ def checked(o):
     if branch not in branches.BRANCHES and not (o.tree and o.fix and not o.branch):
         raise UsageError(f"--branch is one of: {' '.join(branches.BRANCHES)}, not '{branch[:40]}'"
                          + (" (give --fix for a tree of another branch)" if o.tree else ""))
-    fixes = fixcheck.fix_patches(o.repro[0], branch, o.fix)
+    fixes = check.fix_patches(o.repro[0], branch, o.fix)
     return {"repro": o.repro[0], "arch": o.arch, "branch": branch,
             "tree": os.path.realpath(o.tree) if o.tree else f"{branch} unpatched flavour",
             "fix": [os.path.relpath(f, TOP) if f.startswith(TOP + os.sep) else f for f in fixes],
@@ -120,7 +119,7 @@ def render(rec, why):
 
 
 def finish(rec, results):
-    code, why = fixcheck.verdict(rec)
+    code, why = check.verdict(rec)
     if rec.get("interrupted"):
         code, why = INTERRUPTED, "interrupted: " + why
     rec["exit"] = code
@@ -155,12 +154,12 @@ def main(argv, tools=None):
 
 def run(rec, fixes, results, o, tools):
     env_branch = rec["branch"] if rec["branch"] in branches.BRANCHES else branches.DEFAULT
-    tools = tools or fixcheck.Tools(rec["arch"], env_branch)
+    tools = tools or check.Tools(rec["arch"], env_branch)
     try:
-        fixcheck.check(rec, tools, fixes, results, o)
-    except fixcheck.Undecided as e:
+        check.check(rec, tools, fixes, results, o)
+    except check.Undecided as e:
         rec["stopped"] = str(e)
-    except fixcheck.Stop as e:
+    except check.Stop as e:
         if e.code == USAGE:
             print("krepro: fixcheck: run-in-qemu.sh refused its arguments (see above)", file=sys.stderr)
             return USAGE

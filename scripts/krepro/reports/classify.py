@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-from . import firmware as boots, logtext, pasted, console as reports
+from . import console, firmware, logtext, needles, pasted
 from ..protocol import CLEAN, REPRODUCED, USAGE
 from ..untrusted import Refused, check_regular, clean, no_build, say
 
@@ -86,7 +86,7 @@ def matches(crash, sigs):
     """The reproducers whose signature the crash matches, each once."""
     seen = {}
     for m, s in sigs:
-        if m.name not in seen and reports.signature_matches(crash, s):
+        if m.name not in seen and console.signature_matches(crash, s):
             seen[m.name] = {"name": m.name, "fix_commit": m.fix_commit, "check": check_command(m)}
     return list(seen.values())
 
@@ -137,12 +137,12 @@ def vmlinux_arch(path):
 
 # A report's end line, looked for in a crash's lines joined ("^" and "$"
 # at each line's): one search a crash, not one match a line.
-END_IN_TEXT = re.compile(reports.REPORT_END.pattern, re.M)
+END_IN_TEXT = re.compile(console.REPORT_END.pattern, re.M)
 
 
 def crash_text(buf, crash):
     """The unwrapped lines of a crash from the lines kept: its first header
-    to its end line, at most reports.TRACE_LINES."""
+    to its end line, at most console.TRACE_LINES."""
     # buf is in line order: the crash's lines are its last ones, read from
     # the end, not every line kept looked at.
     out = []
@@ -151,7 +151,7 @@ def crash_text(buf, crash):
             break
         out.append(line)
     out.reverse()
-    out = out[:reports.TRACE_LINES]
+    out = out[:console.TRACE_LINES]
     if len(out) > 1:
         joined = "\n".join(out)
         end = END_IN_TEXT.search(joined, len(out[0]) + 1)
@@ -168,7 +168,7 @@ def reports_of(f, decoder=None):
     trace is the kernel's wherever it is (no firmware prints one): a log
     that starts in a running kernel, or a kernel booted quiet, without a
     banner, keeps its panic even when the next boot's banner follows."""
-    tracker = boots.Boots()
+    tracker = firmware.Boots()
     held = []
     for crash, trace in all_reports(f, tracker, decoder):
         if tracker.resolved == "firmware":
@@ -190,13 +190,13 @@ def reports_of(f, decoder=None):
 
 def all_reports(f, tracker, decoder=None):
     """(crash dict, [{function, source}]) for every report in the log f,
-    each line read also given to tracker (a boots.Boots)."""
-    buf = collections.deque(maxlen=reports.TRACE_LINES + 2)
-    patterns = reports.load_patterns()
+    each line read also given to tracker (a firmware.Boots)."""
+    buf = collections.deque(maxlen=console.TRACE_LINES + 2)
+    patterns = console.load_patterns()
     # A report's lines are each header and the lines after it, the most
     # crashes_stream() reads of one: the rest of the log is passed over. A
     # banner or a kernel's end is read wherever it is, alone.
-    wanted = logtext.needles(patterns)
+    wanted = needles.needles(patterns)
 
     # Called for every line a report can be in: its helpers bound once.
     unwrap, undecoded, seen, keep = logtext.unwrap, logtext.undecoded, tracker.line, buf.append
@@ -211,11 +211,11 @@ def all_reports(f, tracker, decoder=None):
 
     # A report's window counts pasted lines: journalctl -o verbose spends
     # nine or more on a message.
-    marked = logtext.marked_lines(f, wanted, reports.TRACE_LINES + 1, first=True, alone=boots.NEEDLES,
+    marked = logtext.marked_lines(f, wanted, console.TRACE_LINES + 1, first=True, alone=firmware.NEEDLES,
                                   wide=pasted.WIDE)
     # A pasted line can hold several messages, or none (reports/pasted.py).
     marked = pasted.lines(marked)
-    for crash in reports.crashes_marked(marked, patterns, read):
+    for crash in console.crashes_marked(marked, patterns, read):
         text = crash_text(buf, crash)
         known = logtext.sources_of(text)
         frames = crash.get("trace_frames") or crash.get("frames") or []

@@ -18,15 +18,13 @@ import re
 
 from ..paths import TOP
 from . import syztitle
+from .console_lines import console_lines
 from .needles import any_needles, has_needle
-from .trace import FRAME, TraceReader, culprit_title, line_frames  # noqa: F401  (culprit_title: API)
-from ..protocol import INIT, INIT_STARTED, RESULT_RE, START_RE
+from .trace import FRAME, TraceReader, line_frames
+from ..protocol import INIT
 
 PATTERNS_TSV = os.path.join(TOP, "repro", "lib", "kernel-reports.tsv")
 
-# The printk timestamp, and the caller id ("[ T1234]", "[    C0]") a kernel
-# with CONFIG_PRINTK_CALLER prints after it.
-TIMESTAMP = re.compile(r"^\[\s*[0-9]+\.[0-9]+\](\[ *[TC][0-9]+\])?\s?")
 OFFSETS = re.compile(r"\+0x[0-9a-f]+/0x[0-9a-f]+")
 REPORT_END = re.compile(r"^(---\[ end |={20,}$|" + INIT + ")")
 # How each of REPORT_END's alternatives starts: a line that starts
@@ -68,56 +66,6 @@ def load_patterns(path=PATTERNS_TSV):
 
 # A row's culprit rule, by its compiled regex's pattern (load_patterns()).
 RULES = {}
-
-
-def console_lines(text):
-    """Console text as (line number, line without timestamp and CR)."""
-    return numbered(text.splitlines())
-
-
-# A timestamp inside a line: the console merged two messages ("login: [
-# 16.3] INFO: ...", a line cut short and the next); the last message counts.
-INNER_STAMP = re.compile(r"\[ *[0-9]+\.[0-9]{6}\](\[ *[TC][0-9]+\])? ?|^[^ ]+ login: ")
-
-
-def last_message(line):
-    """The last console message of a line the console merged (a program's
-    output, then a kernel message with its timestamp); the line itself when
-    it holds one message."""
-    inner = None
-    for inner in INNER_STAMP.finditer(line):
-        pass
-    return line[inner.end():] if inner else line
-
-
-def numbered(raw_lines):
-    for n, raw in enumerate(raw_lines, 1):
-        yield n, last_message(TIMESTAMP.sub("", raw.rstrip("\r")))
-
-
-# The kernel prints at most 1 KiB a line (printk's limit): the streaming
-# reader keeps a line's first MAX_LINE characters, so a line of garbage with
-# no end costs neither memory nor the frame regexes' time, which grows with
-# the square of a line's length.
-MAX_LINE = 8 << 10
-
-
-def file_lines(f):
-    """console_lines(f.read()) for a text file opened with universal newlines
-    (open()'s default), holding one line at a time: the same lines, numbered
-    alike (splitlines() also ends a line at a form feed and the like)."""
-    def raw():
-        while True:
-            chunk = f.readline(MAX_LINE)
-            if not chunk:
-                return
-            if len(chunk) == MAX_LINE and not chunk.endswith("\n"):
-                while True:
-                    rest = f.readline(MAX_LINE)
-                    if not rest or rest.endswith("\n"):
-                        break
-            yield from chunk.splitlines()
-    return numbered(raw())
 
 
 def any_header(patterns):
@@ -303,80 +251,6 @@ def signature_matches(report, sig):
         if not any(pat.fullmatch(f) for f in report.get("trace_frames", [])):
             return False
     return True
-
-
-# Evidence kept of a run: its lines whole (a case's line is at most the
-# harness's 2 KiB message), bounded for a KTAP stream that is untrusted.
-EVIDENCE_LINES = 16
-EVIDENCE_CHARS = 16 << 10
-
-
-def joined(lines):
-    """Evidence lines as one string, " | " between them, bounded."""
-    text = " | ".join(lines[:EVIDENCE_LINES])
-    more = len(lines) - EVIDENCE_LINES
-    text = text[:EVIDENCE_CHARS] + (" …" if len(text) > EVIDENCE_CHARS else "")
-    return text + (f" (+{more} more lines)" if more > 0 else "")
-
-
-BROKEN_POINT = re.compile(r"^not ok [0-9]+ (\S+) # BROKEN\b")
-
-
-def broken_cases(ktap, cases):
-    """The cases a run's KTAP marks BROKEN, each with its first BROKEN line:
-    ["punch: BROKEN: xfs.c:12: ..."]. A FAIL outranks BROKEN in the exit
-    code; these keep the cases it would hide."""
-    names = []
-    for line in ktap.splitlines():
-        m = BROKEN_POINT.match(line)
-        if m and (m.group(1) in cases or not cases) and m.group(1) not in names:
-            names.append(m.group(1))
-    out = []
-    for name in names[:EVIDENCE_LINES]:
-        why = next((l[2:] for l in ktap.splitlines()
-                    if l.startswith(f"# {name}: BROKEN:")), f"{name}: BROKEN")
-        out.append(why)
-    return out
-
-
-def own_evidence(ktap, cases):
-    """The reproducer's own FAIL lines ("# <case>: FAIL: ..."), not the
-    harness's summary of kernel reports or taint."""
-    out = []
-    for line in ktap.splitlines():
-        if not line.startswith("# ") or line.startswith("# hint:"):
-            continue
-        case, sep, rest = line[2:].partition(": FAIL:")
-        if sep and (case in cases or not cases):
-            out.append(line[2:])
-    return out
-
-
-def ktap_lines(ktap, tag):
-    return [l[2:] for l in ktap.splitlines()
-            if l.startswith("# ") and tag in l and not l.startswith("# hint:")]
-
-
-def evidence_crash(run):
-    """The crash a FAIL or OTHER run names in its evidence, or None."""
-    return next((r for r in run.get("reports") or []
-                 if r.get("title") and r["title"] in (run.get("evidence") or "")), None)
-
-
-def landmarks(console, repro):
-    """The line init started on, the line of the reproducer's start mark, and
-    the exit code init reported for it (each None when absent)."""
-    init_line = mark_line = exit_code = None
-    for n, l in console_lines(console):
-        if init_line is None and l.startswith(INIT_STARTED):
-            init_line = n
-        m = START_RE.match(l)
-        if mark_line is None and m and m.group(3) == repro and (m.group(2) or m.group(4)):
-            mark_line = n
-        m = RESULT_RE.match(l)
-        if m and m.group(1) == repro:
-            exit_code = int(m.group(2))
-    return init_line, mark_line, exit_code
 
 
 def syzkaller_title(text, patterns=None):

@@ -33,10 +33,9 @@ import codecs
 import io
 import re
 
-from . import console as reports
+from .console_lines import MAX_LINE, last_message
 # The pieces of text a regex's matches hold, once here: where they are.
-from .needles import (alternatives, any_needles, hit_lines, needle, needles,  # noqa: F401
-                      offsets, required_runs)
+from .needles import hit_lines, offsets
 
 # journalctl -o short / short-precise: "Nov 13 08:58:21[.123456] "; RFC 3164
 # syslog the same; ISO: "2023-11-13T08:58:21[.123456][+00:00|Z] ";
@@ -96,13 +95,13 @@ def unwrap(line):
     """The console message of one pasted line: wrapping and CR off, decoded
     frames as they are. Where the console merged two messages on one line
     (a program's output, then a kernel message with its timestamp), the last
-    one counts, as in the guest run's reader (reports.INNER_STAMP)."""
+    one counts, as in the guest run's reader (console_lines.INNER_STAMP)."""
     line = line.rstrip("\r\n")
     m = CONSOLE_STAMP.match(line)
     if m is None or line.startswith(("[", "(", "<", "c"), m.end()) or "kernel:" in line:
         m = WRAPPING.match(line)
     msg = line[m.end():] if m.end() else line
-    return reports.last_message(msg) if "]" in msg or " login: " in msg else msg
+    return last_message(msg) if "]" in msg or " login: " in msg else msg
 
 
 def plain(line):
@@ -153,16 +152,16 @@ def sources_of(lines):
 def file_lines(f):
     """(line number, line) of a log opened as text (universal newlines, as
     open() does by default), one line held at a time and numbered as
-    reports.file_lines() numbers them; a line longer than printk's limit
-    keeps its first reports.MAX_LINE characters."""
+    console_lines.file_lines() numbers them; a line longer than printk's limit
+    keeps its first MAX_LINE characters."""
     n = 0
     while True:
-        chunk = f.readline(reports.MAX_LINE)
+        chunk = f.readline(MAX_LINE)
         if not chunk:
             return
-        if len(chunk) == reports.MAX_LINE and not chunk.endswith("\n"):
+        if len(chunk) == MAX_LINE and not chunk.endswith("\n"):
             while True:
-                rest = f.readline(reports.MAX_LINE)
+                rest = f.readline(MAX_LINE)
                 if not rest or rest.endswith("\n"):
                     break
         for line in chunk.splitlines():
@@ -172,8 +171,8 @@ def file_lines(f):
 
 BLOCK = 1 << 20
 # The longest line kept whole for reports/pasted.py to split: a log pasted with its
-# newlines lost; any other line keeps its first reports.MAX_LINE characters.
-PASTED_LINE = 64 * reports.MAX_LINE
+# newlines lost; any other line keeps its first MAX_LINE characters.
+PASTED_LINE = 64 * MAX_LINE
 INNER_STAMP = re.compile(r" \[ *[0-9]+\.[0-9]{6}\]")
 # Separators str.splitlines() ends a line at, besides "\n" (text mode has
 # turned "\r\n" and "\r" into "\n").
@@ -186,14 +185,14 @@ def report_lines(f, needles, after, block_size=BLOCK):
     first line holds one of them (needles: one for each row of the report
     table); every other line is passed over a block at a time. needles None:
     every line. Numbered as file_lines() numbers them; a line longer than
-    reports.MAX_LINE keeps its first MAX_LINE characters."""
+    MAX_LINE keeps its first MAX_LINE characters."""
     for n, line, _ in marked_lines(f, needles, after, block_size):
         yield n, line
 
 
 def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wide=None):
     """report_lines() as (number, line, hit): hit says the line holds one of
-    needles, so it can be a report's header (reports.crashes_marked());
+    needles, so it can be a report's header (console.crashes_marked());
     the others can only be inside a report. needles None: every line, each
     a hit. alone: needles that make a line a hit without the lines after
     it; first: the log's first line is such a hit too (reports/firmware.py: a banner
@@ -259,7 +258,7 @@ def _windows(lines, n, opens, left):
     [(line index, length)] open, the first `left` lines too (what is left
     of one open before): (number, line, hit). Returns what is left of the
     last window."""
-    i, hit, most = 0, False, reports.MAX_LINE
+    i, hit, most = 0, False, MAX_LINE
     # A line over printk's limit is cut, unless it is a paste's many
     # messages (timestamps inside it): reports/pasted.py splits it, then cuts.
     cut = lambda line: line[:PASTED_LINE] if INNER_STAMP.search(line, 1, most) else line[:most]  # noqa: E731

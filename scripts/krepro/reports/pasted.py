@@ -14,7 +14,8 @@ as it was (a report's line is where a user finds it in the paste).
 """
 import re
 
-from . import console as reports
+from . import console
+from .console_lines import MAX_LINE
 
 # A line longer than this with a timestamp inside may hold several messages
 # (the console's merged pair is shorter and logtext.unwrap() reads its last).
@@ -25,8 +26,8 @@ LONG = 160
 _DAY = r"[A-Z][a-z]{2} [ 0-3]?[0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
 LOST = re.compile(rf"(?<=.)(?=(?:<[0-7]>)?\[ *[0-9]+\.[0-9]{{6}}\]|{_DAY} [^ ]+ kernel: )")
 # A block of journalctl -o verbose: a report's window is ten times as many
-# lines (reports.TRACE_LINES messages at nine or so lines each).
-WIDE = ("\n    MESSAGE=", (reports.TRACE_LINES + 1) * 10)
+# lines (console.TRACE_LINES messages at nine or so lines each).
+WIDE = ("\n    MESSAGE=", (console.TRACE_LINES + 1) * 10)
 # journalctl -o verbose's fields, crash's `log -d` dictionary lines.
 FIELD = re.compile(r"^ +([A-Z_][A-Z0-9_]*)=(.*)$")
 # journalctl -o verbose's record heading: "Mon 2023-11-13 08:58:21.123456 UTC [s=...;i=...]".
@@ -68,9 +69,9 @@ def pieces(raw):
         return []
     if len(raw) > LONG and LOST.search(raw):
         # The space a paste put where a newline was is no part of a message.
-        most = reports.MAX_LINE
+        most = MAX_LINE
         return [(p[:-1] if p.endswith(" ") else p)[:most] for p in LOST.split(raw)]
-    return [raw[:reports.MAX_LINE]]
+    return [raw[:MAX_LINE]]
 
 
 def lines(numbered):

@@ -3,9 +3,8 @@ run.json alone, into gate.md and the exit status."""
 import os
 
 from ..protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED
-from .render import md_cell
 from .runjson import BadRun, guarded, load, write
-from ..untrusted import clean
+from ..untrusted import clean, md_cell
 
 
 def labels(rec):
@@ -51,6 +50,25 @@ def gate_record(results, rec, base, series, culprits=None):
                      f"(its kernels: {', '.join(have) if have else 'none recorded'})")
     if base == series:
         raise BadRun(f"BASE and SERIES are both {base!r}: give two kernels of the run")
+    by, groups, lines = compare(rec, base, series)
+    partial = rec.get("interrupted") or not rec.get("finished")
+    md = gate_md(base, series, groups, lines, partial)
+    write(os.path.join(results, "gate.md"), "\n".join(md) + "\n")
+    print("\n".join(md))
+    print(f"written: {clean(results)}/gate.md")
+    flipped = [{"repro": r, "change": k, "series_decision": by[r][series]["decision"]}
+               for k in ("regression", "fix") for r in groups[k]]
+    if culprits and flipped and not partial and bisect_flipped(results, md, flipped, culprits):
+        return INTERRUPTED
+    if groups["regression"]:
+        return REPRODUCED
+    return UNDECIDED if groups["undecided"] or partial else CLEAN
+
+
+def compare(rec, base, series):
+    """Each reproducer's change from BASE to SERIES: (its rows by
+    reproducer and kernel, the reproducers by kind of change, gate.md's
+    table rows)."""
     by = {}
     for r in rec["rows"]:
         by.setdefault(r["repro"], {})[r["kernel"]] = r
@@ -76,6 +94,11 @@ def gate_record(results, rec, base, series, culprits=None):
                 ev = f"{md_cell(run['evidence'])} ({md_cell(run['log'])})"
         cells = [md_cell(x) for x in (repro, b["cell"] if b else vb, s["cell"] if s else vs)]
         lines.append(f"| {' | '.join(cells)} | {kind} | {ev} |")
+    return by, groups, lines
+
+
+def gate_md(base, series, groups, lines, partial):
+    """gate.md's lines: the table, then each kind of change."""
     md = [clean(f"# krepro gate: {base} -> {series}"), "",
           f"| reproducer | {md_cell(base)} | {md_cell(series)} | change | evidence on {md_cell(series)} |",
           "|---|---|---|---|---|"] + lines + [""]
@@ -84,16 +107,6 @@ def gate_record(results, rec, base, series, culprits=None):
                         ("unchanged", "unchanged"),
                         ("undecided", "undecided (BROKEN, SKIP, HANG, OTHER on BASE, or missing on one side)")):
         md.append(clean(f"- {title}: {', '.join(groups[kind]) if groups[kind] else 'none'}"))
-    partial = rec.get("interrupted") or not rec.get("finished")
     if partial:
         md.append("- PARTIAL: the run did not finish")
-    write(os.path.join(results, "gate.md"), "\n".join(md) + "\n")
-    print("\n".join(md))
-    print(f"written: {clean(results)}/gate.md")
-    flipped = [{"repro": r, "change": k, "series_decision": by[r][series]["decision"]}
-               for k in ("regression", "fix") for r in groups[k]]
-    if culprits and flipped and not partial and bisect_flipped(results, md, flipped, culprits):
-        return INTERRUPTED
-    if groups["regression"]:
-        return REPRODUCED
-    return UNDECIDED if groups["undecided"] or partial else CLEAN
+    return md

@@ -4,9 +4,9 @@ them). Reads files only; every run.json is checked as render() checks it."""
 import os
 import sys
 
-from . import render
 from ..protocol import CLEAN, REPRODUCED, UNDECIDED
-from .runjson import BadRun, guarded, load, write
+from .runjson import guarded, load, write
+from ..untrusted import md_cell
 
 
 def rows_of(dirs):
@@ -35,8 +35,8 @@ def text(table, columns):
                 out.append("-")
                 continue
             mark = "" if row.get("as_expected") in (None, True) else " (not as expected)"
-            out.append(render.md_cell(row["cell"] + mark))
-        lines.append("| " + " | ".join([render.md_cell(repro), arch] + out) + " |")
+            out.append(md_cell(row["cell"] + mark))
+        lines.append("| " + " | ".join([md_cell(repro), arch] + out) + " |")
     return "\n".join(lines) + "\n"
 
 
