@@ -1,0 +1,24 @@
+"""What bench's records keep of a krepro bisect (its bisect.json): this
+machine's paths taken out, and a line of what the docs state."""
+
+
+def scrub(v, places):
+    if isinstance(v, dict):
+        return {k: scrub(x, places) for k, x in v.items()}
+    if isinstance(v, list):
+        return [scrub(x, places) for x in v]
+    if isinstance(v, str):
+        for path, name in places:
+            v = v.replace(path, name)
+    return v
+
+
+def summary(d):
+    c = d.get("culprit") or {}
+    guests = sum(s.get("runs", 0) for s in d["steps"])
+    return {"repro": d["repro"], "rate_mode": d["rate_mode"],
+            "rate": (d.get("rate") or {}).get("source"), "exit": d["exit"],
+            "culprit": c.get("commit"), "culprit_subject": c.get("subject"),
+            "confidence": d.get("confidence"), "steps": len(d["steps"]), "guests": guests,
+            "build_seconds": round(sum(s.get("build_seconds") or 0 for s in d["steps"]), 1),
+            "started": d["started"], "finished": d["finished"]}
