@@ -24,10 +24,8 @@ Kernels and guests:
                     bug and fix patches; its own stamps, images and FAIL rates
   --kernel K        unpatched | patched | PATH to a bzImage (arm: zImage), a
                     linux-image .deb or an unpacked one; repeatable (default
-                    unpatched). A PATH's config is checked against what the
-                    reproducers declare: missing options make a reproducer SKIP;
-                    evidence that needs an option it lacks (KASAN...) cannot
-                    bound a miss there, and a row with none left is not booted
+                    unpatched). A PATH lacking a reproducer's options makes it
+                    SKIP; lacking a detector (KASAN...), that evidence is blind
   --tree DIR        build the kernel tree in DIR (a git checkout, any state) with
                     krepro's config fragments, objects outside DIR, and run on it;
                     repeatable. Not a kernel tree or no build: exit 125 and the
@@ -46,10 +44,7 @@ Deciding rows:
   --miss P          target miss probability of a clean verdict, 0<P<1 (default
                     {miss}): a row runs until a bug of the reproducer's FAIL rate
                     bound (95%) would have shown with probability 1-P, or its first
-                    FAIL; a probe row uses a recorded rate only of the kernel's own
-                    stable branch, on a kernel with the reproducer's detectors,
-                    under the record's accelerator; without one it stops after 3
-                    clean runs and says what they bound
+                    FAIL; without a recorded rate that applies, 3 clean runs
   --confidence C    the same as --miss 1-C
   --rate F/N        weigh the clean rows of kernels under test with F FAILs in N
                     runs measured elsewhere (git bisect's BAD, say), not a record
@@ -82,16 +77,13 @@ By hand:
 
 Output:
   --results DIR     the run directory (default results/<time>); one that holds a
-                    run.json already, or other files, is refused unless --replace
-                    is given
+                    run.json already, or other files, needs --replace
   --replace         let --results overwrite a past run's directory, or write
                     into a directory that holds other files
   --report DIR      re-render a past run's reports from its run.json; boots nothing
-  --classify LOG    the kernel reports in a log as you have it (console, journalctl,
-                    syslog, dmesg, a mail): each one's title and trace, and the
-                    reproducer whose bug it is, with its fix and the command that
-                    checks your kernel; boots nothing (python3 -m krepro classify
-                    --help: its options)
+  --classify LOG    the kernel reports in a log as you have it, and the
+                    reproducer whose bug each is; boots nothing (python3 -m
+                    krepro classify --help: its options)
   --list            the reproducers of the matrix for --arch (the sweeps, which
                     declare why they are left out, run by name)
   --dry-run         check everything, then print what would be built and booted
@@ -100,19 +92,15 @@ Output:
   --version         the krepro commit and the kernel builds it would use
   -h, --help        this text
 
-A guest run's outcome: PASS; FAIL (the reproducer's own evidence, or a kernel
-report matching the bug's declared signature); OTHER (a kernel report after the
-start mark that is not this bug: kept and shown, never counted as the bug);
-HANG (no result in time); BROKEN (no setup, no init, or a report before the
-start mark); SKIP (a prerequisite is missing, named).
-
-Every row's decision and every guest run go to DIR/run.json as they end;
+A guest run's outcome: PASS; FAIL (the reproducer's own evidence, or a report
+matching the bug's signature); OTHER (any other kernel report: shown, never
+the bug); HANG; BROKEN (no setup, no init, or a report before the start mark);
+SKIP (a prerequisite missing, named). Each goes to DIR/run.json as it ends;
 summary.md, results.ktap and junit.xml are rendered from it.
 
 Exit status, as git bisect run reads it: 0 every row clean (PASS); 1 a row
 reproduced its bug (with --expect: a row not as expected); 125 undecided
-(BROKEN, SKIP, OTHER, HANG, undecided, a --tree that does not build: git
-bisect skips the commit); 128 usage error or unreadable input (an unknown
-option or reproducer, an abbreviated option, a value out of range, a missing
-path): git bisect run stops instead of marking a commit bad; 130 interrupted.
+(BROKEN, SKIP, OTHER, HANG, undecided, a --tree that does not build);
+128 usage error or unreadable input (an unknown or abbreviated option, a
+value out of range, a missing path); 130 interrupted.
 """
