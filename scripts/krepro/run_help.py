@@ -20,16 +20,14 @@ Kernels and guests:
   --arch A          guest arch: x86_64 | arm (default x86_64, or $KREPRO_ARCH);
                     selects the kernels, the guest image, QEMU and the reproducers
   --branch B        stable branch of krepro's flavours: 6.1 | 6.12 (default 6.1,
-                    or $KREPRO_BRANCH): Debian's linux-source-B with that branch's
-                    bug and fix patches; its own stamps, images and FAIL rates
+                    or $KREPRO_BRANCH), with its own patches, images and rates
   --kernel K        unpatched | patched | PATH to a bzImage (arm: zImage), a
                     linux-image .deb or an unpacked one; repeatable (default
                     unpatched). A PATH lacking a reproducer's options makes it
                     SKIP; lacking a detector (KASAN...), that evidence is blind
-  --tree DIR        build the kernel tree in DIR (a git checkout, any state) with
-                    krepro's config fragments, objects outside DIR, and run on it;
-                    repeatable. Not a kernel tree or no build: exit 125 and the
-                    build log's path (git bisect skips the commit)
+  --tree DIR        build the kernel tree in DIR (any state) with krepro's config,
+                    objects outside DIR, and run on it; repeatable. Not a kernel
+                    tree or no build: exit 125 and the build log's path
   --vmlinux PATH    debug information of the one --kernel PATH: its vmlinux, or
                     Debian's linux-image-*-dbg package; reports are decoded with it
   --accel A         tcg | kvm | auto (default tcg; auto uses KVM only after a
@@ -52,8 +50,7 @@ Deciding rows:
                     it says "undecided" with its figures
   --repeat N        fixed mode: exactly N guests per row, 1-1000
   --expect          judge krepro's flavours against the matrix: FAIL on
-                    unpatched, PASS on patched (a kernel PATH or --tree has no
-                    expected verdict: not allowed with them)
+                    unpatched, PASS on patched (not with a kernel PATH or --tree)
   --any-report      count a kernel report that is not the bug (OTHER) as a FAIL
                     (for git bisect run; by default OTHER is undecided, 125)
   --record-rates    with --kernel unpatched --repeat N: write the measured FAIL
@@ -78,8 +75,7 @@ By hand:
 Output:
   --results DIR     the run directory (default results/<time>); one that holds a
                     run.json already, or other files, needs --replace
-  --replace         let --results overwrite a past run's directory, or write
-                    into a directory that holds other files
+  --replace         let --results reuse a past run's or another non-empty directory
   --report DIR      re-render a past run's reports from its run.json; boots nothing
   --classify LOG    the kernel reports in a log as you have it, and the
                     reproducer whose bug each is; boots nothing (python3 -m
@@ -87,8 +83,7 @@ Output:
   --list            the reproducers of the matrix for --arch (the sweeps, which
                     declare why they are left out, run by name)
   --dry-run         check everything, then print what would be built and booted
-                    and an estimate of how long, from the recorded times; builds
-                    and boots nothing
+                    and how long, from the recorded times; builds and boots nothing
   --version         the krepro commit and the kernel builds it would use
   -h, --help        this text
 
