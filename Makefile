@@ -18,17 +18,15 @@
 #   make bundle REPRO=<id> KERNEL=unpatched|patched|PATH [KREPRO_ARCH=arm] [BUNDLES=dir]
 #                    one row as a tarball that runs where only QEMU is installed
 #   make sweeps      run the long robustness sweeps (not in the matrix) once per flavour
-#   make calibrate   measure the reproducers' FAIL rates on unpatched (CALIBRATE_RUNS
-#                    guests each) and record them in repro/<id>/fail-rate.json, the
-#                    runs in repro/<id>/records/<date>-calibration.json
+#   make calibrate   measure the FAIL rates on unpatched (CALIBRATE_RUNS guests each) into
+#                    repro/<id>/fail-rate.json, the runs into repro/<id>/records/
 #   make deps        install the Debian packages the host needs (make lava-deps: LAVA's)
 #   make unit        the unit tests (ctest), no kernel built, no guest booted
 #   make distro-check  every reproducer on Debian's own kernel, PASS or SKIP
 #   make lava-check  one row per arch directly and as a LAVA job: the outcomes agree
 #                    (lava-compare: every row; lava-lab, lava-lab-check, lava-lab-stop:
 #                    krepro's own LAVA lab)
-#   make clean       remove the build directory; make clean-bisect: the scratch
-#                    clones of bisect and the gate
+#   make clean       remove the build directory (clean-bisect: bisect's and the gate's clones)
 #
 # Variables: BRANCH (stable branches, scripts/branches.tsv: "6.12", or "6.1 6.12";
 # default every branch for kernels, check-patches, repro-all, calibrate and

@@ -29,22 +29,17 @@
 # FAIL, or a kernel report that is not the reproducer's bug, on BASE+SERIES),
 # FAIL->PASS (fixes), unchanged, and undecided (BROKEN, SKIP, HANG or undecided
 # on one side); writes gate.md and the usual reports into the run directory.
-# Then each flipped row (a regression, or a fix) is bisected inside the
-# series with krepro bisect's search (python3 -m krepro help gate): gate.md
-# names the patch that broke it (or, for a fix, the first patch that cures
-# it) with its confidence, its checks, the guests and seconds it took, or why
-# no patch was named. The bisection runs in the gate's own tree (the cache's,
-# or its clone of --base PATH) and object directory, so its first build, the
-# series' tip, is the one the gate just made.
+# Then each flipped row is bisected inside the series, in the gate's own tree
+# and object directory (python3 -m krepro help gate): gate.md names the patch
+# that broke it (for a fix, the first that cures it), or why none was named.
 #
 # Exit status: 0 no regression, 1 a regression, 125 no regression but a row
 # undecided, 128 bad input (an unknown option or reproducer, a value out of
 # range, a missing patch, a series patch that does not apply: the patch and
-# hunk are named; nothing is built), 130 interrupted (the culprit search
-# included). A culprit changes none of these: a regression is 1 whether its
-# patch was named, named with doubts, or not named (gate.md says why).
-# Everything that can be checked without the kernel tree is checked before
-# it is unpacked.
+# hunk are named; nothing is built, or unpacked), 130 interrupted (the
+# culprit search included). A culprit changes none of these:
+# a regression is 1 whether its patch was named, named with doubts, or not
+# named (gate.md says why).
 set -uo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 . "$TOP/scripts/common.sh"

@@ -70,26 +70,21 @@ SERIES); 125 a row undecided on either side, or a run that did not finish;
 BASE or SERIES is not a kernel of the run (the message names its kernels):
 then nothing is written.
 
-With --tree T --good G --bad B (gate.sh gives them): each flipped row
-(regression or fix) is bisected inside the series, the commits G..B of git
-tree T (one a patch of DIR/series.txt, in order), in T itself and its object
-directory, with krepro bisect's search; gate.md gets a culprit section: the
-patch, its confidence, its checks, guests, builds and seconds, or why none
-was named. The exit status stays the comparison's (a regression whose patch
-could not be named is still 1), but 130 when the search was interrupted.
+With --tree T --good G --bad B (gate.sh gives them): each flipped row is
+bisected with krepro bisect's search over the commits G..B of git tree T
+(one a patch of DIR/series.txt), in T and its object directory; gate.md
+names each row's patch with its confidence and checks, or why none. The
+exit status stays the comparison's, but 130 when the search was interrupted.
   --calibrate N   guests on the FAIL side that measure the rate (default 10)
   --arch A        x86_64 | arm (default x86_64, or $KREPRO_ARCH)
 """
 
 BUNDLE_HELP = """\
 Make REPRO on kernel K into a directory and a tarball that reproduce it on
-a machine with QEMU alone (no krepro): the kernel image as built and its
-config, REPRO's own guest image (compressed as the kernel can unpack it),
-its disk if it needs one, run.sh (krepro's QEMU command line; it prints
-PASS or FAIL and exits with the reproducer's status), a README (the bug,
-its upstream fix, what PASS and FAIL look like) and SHA256SUMS. Written to
-OUT/<REPRO>-<kernel>-<build>/ and OUT/<REPRO>-<kernel>-<build>.tar.gz; the
-sizes are printed. Builds what is missing, as run-in-qemu.sh does.
+a machine with QEMU alone: the kernel and its config, REPRO's guest image,
+its disk if it needs one, run.sh (it prints PASS or FAIL and exits with the
+reproducer's status), a README and SHA256SUMS, in OUT/<REPRO>-<kernel>-<build>/
+and its .tar.gz, sizes printed. Builds what is missing, as run-in-qemu.sh does.
 
   --kernel K      unpatched | patched | PATH to a bzImage (arm: zImage), a
                   linux-image .deb or an unpacked one (its modules go in the

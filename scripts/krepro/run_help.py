@@ -20,18 +20,14 @@ Kernels and guests:
   --arch A          guest arch: x86_64 | arm (default x86_64, or $KREPRO_ARCH);
                     selects the kernels, the guest image, QEMU and the reproducers
   --branch B        stable branch of krepro's flavours: 6.1 | 6.12 (default 6.1,
-                    or $KREPRO_BRANCH): Debian's linux-source-B with that branch's
-                    bug and fix patches; its own stamps, images and FAIL rates
+                    or $KREPRO_BRANCH), with its own patches, images and rates
   --kernel K        unpatched | patched | PATH to a bzImage (arm: zImage), a
                     linux-image .deb or an unpacked one; repeatable (default
-                    unpatched). A PATH's config is checked against what the
-                    reproducers declare: missing options make a reproducer SKIP;
-                    evidence that needs an option it lacks (KASAN...) cannot
-                    bound a miss there, and a row with none left is not booted
-  --tree DIR        build the kernel tree in DIR (a git checkout, any state) with
-                    krepro's config fragments, objects outside DIR, and run on it;
-                    repeatable. Not a kernel tree or no build: exit 125 and the
-                    build log's path (git bisect skips the commit)
+                    unpatched). A PATH lacking a reproducer's options makes it
+                    SKIP; lacking a detector (KASAN...), that evidence is blind
+  --tree DIR        build the kernel tree in DIR (any state) with krepro's config,
+                    objects outside DIR, and run on it; repeatable. Not a kernel
+                    tree or no build: exit 125 and the build log's path
   --vmlinux PATH    debug information of the one --kernel PATH: its vmlinux, or
                     Debian's linux-image-*-dbg package; reports are decoded with it
   --accel A         tcg | kvm | auto (default tcg; auto uses KVM only after a
@@ -46,10 +42,7 @@ Deciding rows:
   --miss P          target miss probability of a clean verdict, 0<P<1 (default
                     {miss}): a row runs until a bug of the reproducer's FAIL rate
                     bound (95%) would have shown with probability 1-P, or its first
-                    FAIL; a probe row uses a recorded rate only of the kernel's own
-                    stable branch, on a kernel with the reproducer's detectors,
-                    under the record's accelerator; without one it stops after 3
-                    clean runs and says what they bound
+                    FAIL; without a recorded rate that applies, 3 clean runs
   --confidence C    the same as --miss 1-C
   --rate F/N        weigh the clean rows of kernels under test with F FAILs in N
                     runs measured elsewhere (git bisect's BAD, say), not a record
@@ -57,8 +50,7 @@ Deciding rows:
                     it says "undecided" with its figures
   --repeat N        fixed mode: exactly N guests per row, 1-1000
   --expect          judge krepro's flavours against the matrix: FAIL on
-                    unpatched, PASS on patched (a kernel PATH or --tree has no
-                    expected verdict: not allowed with them)
+                    unpatched, PASS on patched (not with a kernel PATH or --tree)
   --any-report      count a kernel report that is not the bug (OTHER) as a FAIL
                     (for git bisect run; by default OTHER is undecided, 125)
   --record-rates    with --kernel unpatched --repeat N: write the measured FAIL
@@ -82,37 +74,28 @@ By hand:
 
 Output:
   --results DIR     the run directory (default results/<time>); one that holds a
-                    run.json already, or other files, is refused unless --replace
-                    is given
-  --replace         let --results overwrite a past run's directory, or write
-                    into a directory that holds other files
+                    run.json already, or other files, needs --replace
+  --replace         let --results reuse a past run's or another non-empty directory
   --report DIR      re-render a past run's reports from its run.json; boots nothing
-  --classify LOG    the kernel reports in a log as you have it (console, journalctl,
-                    syslog, dmesg, a mail): each one's title and trace, and the
-                    reproducer whose bug it is, with its fix and the command that
-                    checks your kernel; boots nothing (python3 -m krepro classify
-                    --help: its options)
+  --classify LOG    the kernel reports in a log as you have it, and the
+                    reproducer whose bug each is; boots nothing (python3 -m
+                    krepro classify --help: its options)
   --list            the reproducers of the matrix for --arch (the sweeps, which
                     declare why they are left out, run by name)
   --dry-run         check everything, then print what would be built and booted
-                    and an estimate of how long, from the recorded times; builds
-                    and boots nothing
+                    and how long, from the recorded times; builds and boots nothing
   --version         the krepro commit and the kernel builds it would use
   -h, --help        this text
 
-A guest run's outcome: PASS; FAIL (the reproducer's own evidence, or a kernel
-report matching the bug's declared signature); OTHER (a kernel report after the
-start mark that is not this bug: kept and shown, never counted as the bug);
-HANG (no result in time); BROKEN (no setup, no init, or a report before the
-start mark); SKIP (a prerequisite is missing, named).
-
-Every row's decision and every guest run go to DIR/run.json as they end;
+A guest run's outcome: PASS; FAIL (the reproducer's own evidence, or a report
+matching the bug's signature); OTHER (any other kernel report: shown, never
+the bug); HANG; BROKEN (no setup, no init, or a report before the start mark);
+SKIP (a prerequisite missing, named). Each goes to DIR/run.json as it ends;
 summary.md, results.ktap and junit.xml are rendered from it.
 
 Exit status, as git bisect run reads it: 0 every row clean (PASS); 1 a row
 reproduced its bug (with --expect: a row not as expected); 125 undecided
-(BROKEN, SKIP, OTHER, HANG, undecided, a --tree that does not build: git
-bisect skips the commit); 128 usage error or unreadable input (an unknown
-option or reproducer, an abbreviated option, a value out of range, a missing
-path): git bisect run stops instead of marking a commit bad; 130 interrupted.
+(BROKEN, SKIP, OTHER, HANG, undecided, a --tree that does not build);
+128 usage error or unreadable input (an unknown or abbreviated option, a
+value out of range, a missing path); 130 interrupted.
 """

@@ -25,13 +25,10 @@ usage: python3 -m krepro bisect --good G --bad B [options] REPRO
 Find the commit of TREE's first-parent line, between GOOD (the bug is
 absent) and BAD (REPRO FAILs), that brought the bug in, with krepro's rows,
 and say how sure that answer is. Nothing in TREE is checked out or written:
-the steps are built in a scratch clone under the cache ($KREPRO_CACHE/bisect/)
-in one object directory, with run-in-qemu.sh --tree's build.
-
-Cost: the first step (BAD) builds the tree in a fresh object directory,
-from ccache where its sources are the flavours' (the clone is laid out as
-krepro's own trees); every later step rebuilds what its checkout changed. Then BAD's rate runs, GOOD's check, about
-log2(commits) steps, and the revert check.
+the steps are built in a scratch clone under $KREPRO_CACHE/bisect/, laid out
+as krepro's own trees (ccache serves what it shares with the flavours), in
+one object directory, with run-in-qemu.sh --tree's build. Then BAD's rate
+runs, GOOD's check, about log2(commits) steps, and the revert check.
 
 Options:
   --tree DIR        the git tree (default: .)
@@ -40,13 +37,10 @@ Options:
   --arch A          x86_64 | arm (default x86_64, or $KREPRO_ARCH)
   --branch B        with --rate recorded: the stable branch whose record applies
                     (default: the tree's own, from its Makefile; 6.1 | 6.12)
-  --rate R          measure (default): the driver runs REPRO --calibrate times
-                    on BAD first and weighs every clean run with that FAIL
-                    rate's 95% lower bound (the general case: krepro has no
-                    record for this history), passed to every step's row
-                    (run-in-qemu.sh --rate); recorded: the reproducer's
-                    recorded rate of the tree's branch instead (no guests spent
-                    on BAD's rate)
+  --rate R          measure (default): run REPRO --calibrate times on BAD and
+                    weigh every step's clean runs with that FAIL rate's 95%
+                    lower bound (run-in-qemu.sh --rate); recorded: the
+                    reproducer's recorded rate of the tree's branch instead
   --calibrate N     guests on BAD for --rate measure, 1-1000 (default {calibrate})
   --miss P          target miss chance of one good verdict, 0<P<1 (default {miss})
   --floor F         name no culprit below this confidence, 0<F<1 (default {floor})
@@ -64,21 +58,20 @@ the product over good steps (GOOD's check included) of 1 - (1 - p)^c, c the
 step's clean runs, p the rate's 95% lower bound (so it holds at 95%). A step
 that does not build, or whose row is BROKEN, SKIP, HANG, OTHER or undecided
 with anything but clean runs, is skipped and listed. The culprit is then
-checked: it must FAIL 3 more times within a step's cap (KernelCI asked three),
-and BAD with it reverted (git revert --no-commit) must PASS with a good step's
-clean runs; a kernel whose .text is identical to
-its parent's, and a merge, are flagged. Every run on the commits the answer
-calls bad is checked against the rate: too few FAILs for it (under 5% chance)
-replace it with what those runs measured, and the confidence is taken again.
+checked: it must FAIL 3 more times within a step's cap, and BAD with it
+reverted (git revert --no-commit) must PASS with a good step's clean runs; a
+kernel whose .text is identical to its parent's, and a merge, are flagged.
+Too few FAILs for the rate (under 5% chance) on the commits the answer calls
+bad replace it with what those runs measured, and the confidence is retaken.
 
 Exit status: 0 a culprit named (confidence >= floor) that FAILs 3 times again,
 whose revert PASSes and whose text differs from its parent's; 1 a culprit
 named, but unverified (fewer FAILs again; the revert does not apply, build or
-decide) or its text identical to its parent's; 125 no culprit named: the confidence
-is below the floor, BAD does not FAIL or build, GOOD FAILs, the revert still
-FAILs, or skipped commits leave more than one candidate (it says where it
-stopped and why); 128 usage error (one line on stderr), or krepro's own
-reproducers or guest image not building; 130 interrupted. bisect.json and
+decide) or its text identical to its parent's; 125 no culprit named: the
+confidence is below the floor, BAD does not FAIL or build, GOOD FAILs, the
+revert still FAILs, or skipped commits leave more than one candidate (it says
+where it stopped and why); 128 usage error (one line on stderr), or krepro's
+own reproducers or guest image not building; 130 interrupted. bisect.json and
 summary.md are written in every case but a usage error.
 """
 

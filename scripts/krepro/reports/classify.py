@@ -21,14 +21,12 @@ a record's indented lines, rsyslog's #012), dmesg (also -T, -x, -r), crash's
 CRLF line ends, no timestamps at all, a mail's "> " quotes (lines its client
 wrapped joined again), markdown, newlines lost, frames decoded to source
 lines; each line is read as the plain console lines it holds
-(scripts/krepro/reports/pasted.py, reports/logtext.py), one at a time: any size, little
-memory.
+(reports/pasted.py, reports/logtext.py), one at a time: any size, little memory.
 
 Per report:
   title      syzbot's kind of title, "KIND in FUNCTION" (FUNCTION: the first
-             frame that is not reporting machinery), e.g. "KASAN:
-             use-after-free in uio_unregister_device"; "header" the title
-             its first line gives, where that differs
+             frame that is not reporting machinery); "header" the title its
+             first line gives, where that differs
   kind       the report table's kind (repro/lib/kernel-reports.tsv): KASAN,
              WARNING, REFCOUNT, ...
   corrupted  whether the classifier found the report cut or interleaved
@@ -45,14 +43,12 @@ No report in LOG: "no kernel report".
                      frames (every function it names), trace [{function,
                      source}], reproducers [{name, fix_commit, check}]; nothing
                      when there is no report
-  --vmlinux VMLINUX  the vmlinux (with debug info: .debug_line) of the kernel
-                     that printed LOG: frames are decoded to file:line by the
-                     kernel's scripts/decode_stacktrace.sh, as run-in-qemu.sh
-                     decodes a FAIL
+  --vmlinux VMLINUX  the vmlinux (with .debug_line) of the kernel that printed
+                     LOG: frames are decoded to file:line by the kernel's
+                     scripts/decode_stacktrace.sh, as a FAIL's are
 
-The signatures are the reproducers' own (--describe, in build/repro/): they
-are built first, as run-in-qemu.sh builds them (KREPRO_NO_BUILD=1: what is
-built is used).
+The signatures are the reproducers' own (build/repro/), built first as
+run-in-qemu.sh builds them (KREPRO_NO_BUILD=1: what is built is used).
 
 Exit status: 0 no kernel report, 1 a kernel report, 128 LOG or VMLINUX
 unreadable (one line says which).
