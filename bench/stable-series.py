@@ -26,13 +26,20 @@ so the stable commits cannot be recovered. The split is by subsystem: a
 file's group is its first two path components (fs/xfs, net/ipv4, mm), three
 under drivers/, arch/ and sound/ (drivers/net/ethernet, arch/x86/kvm), where
 subsystems are maintained and where stable patches mostly stay. A header
-under include/ goes with the one group whose changed files include it, so a
-new declaration and its user land in one patch; a header included by
-several groups, or by none of the changed files, goes first in a patch of
-its include/ directory, so every later patch sees the new declarations. Each
-intermediate tree is then a plausible kernel; a step whose change needs
-another group's (an API changed on both sides) may not build, and the
-bisection skips it and says so.
+under include/ goes with the one group whose changed files include it; a
+header included by several groups, or by none, is a unit of its own.
+
+A split by subsystem alone leaves most intermediate trees unbuildable: a
+stable update changes an API on both sides (a prototype in
+include/linux/mm.h and its definition in mm/mmap.c), and every step between
+the two patches fails to compile (measured: on 6.1.190-1..6.1.192-3 the
+culprit search of such a series found no step near the middle that built).
+Upstream's commits never leave that state, so units are coupled the way a
+commit couples them: a changed header's declared names (a #define, a
+function or a member, an enum constant) that a changed line of another
+unit's file mentions put the two units in one patch. Names on the changed
+lines of more than GENERIC files (kfree, mutex_lock) couple nothing. The
+units holding a shared header go first, then the others, each by name.
 """
 import argparse
 import collections
@@ -119,21 +126,108 @@ def includers(repo, new, files, headers):
     return by
 
 
+# A C name; and one being declared on a header's line: a macro, a struct,
+# union or enum tag, a function, variable or member after its type (not a
+# call or an assignment in an inline body), an enum constant.
+WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+DECLARED = (
+    re.compile(r"^#\s*define\s+([A-Za-z_]\w*)"),
+    re.compile(r"^(?:struct|union|enum)\s+([A-Za-z_]\w*)\s*\{"),
+    re.compile(r"^(?!(?:return|else|case|goto|if|while|for|do|switch|sizeof)\b)"
+               r"(?:(?:extern|static|inline|const|volatile|unsigned|signed|struct|union|enum)\s+)*"
+               r"[A-Za-z_]\w*(?:\s+|\s*\*+\s*)(?:const\s+)?\**\s*([A-Za-z_]\w*)\s*(?:\(|\[|;|:\s*\d|=)"),
+    re.compile(r"^([A-Z][A-Z0-9_]{3,})\s*(?:=[^;]*)?,?$"),
+)
+KEYWORDS = set("""auto break case char const continue default do double else enum extern float for
+goto if inline int long register restrict return short signed sizeof static struct switch typedef
+union unsigned void volatile while bool true false NULL defined include ifdef ifndef endif elif
+undef define __init __exit __user __iomem __rcu __must_check asmlinkage noinline
+u8 u16 u32 u64 s8 s16 s32 s64 size_t loff_t""".split())
+# A name on the changed lines of more files than this is everyday vocabulary.
+GENERIC = 40
+
+
+def changed_lines(repo, old, new):
+    """file -> its changed lines, both sides, comments left out (one -U0 diff)."""
+    out = subprocess.run(["git", "-C", repo, "diff", "-U0", "--no-renames", old, new],
+                         capture_output=True, text=True, errors="replace", check=True).stdout
+    by, cur = collections.defaultdict(list), None
+    for l in out.splitlines():
+        if l.startswith("diff --git "):
+            cur = l.rsplit(" b/", 1)[1]
+        elif cur and l[:1] in "+-" and not l.startswith(("+++ ", "--- ")):
+            t = l[1:].strip()
+            if t and not t.startswith(("*", "/*", "//")):
+                by[cur].append(t)
+    return by
+
+
+def distinct(name):
+    """A name that says which API it is (copy_vma, sk_use_task_frag), not a
+    member's everyday word (addr, list, node: those couple everything)."""
+    return name not in KEYWORDS and len(name) >= 6 and "_" in name.strip("_")
+
+
+def coupled(nodes, lines):
+    """nodes: {name: files}; the connected units, each [names]: a node whose
+    changed header declares a name that a changed line of another node's file
+    mentions is in one unit with it."""
+    mentions = {f: set(WORD.findall(" ".join(ls))) - KEYWORDS for f, ls in lines.items()}
+    df = collections.Counter(w for ws in mentions.values() for w in ws)
+    node_of = {f: n for n, fs in nodes.items() for f in fs}
+    who = collections.defaultdict(set)             # name -> nodes mentioning it
+    for f, ws in mentions.items():
+        for w in ws:
+            if df[w] <= GENERIC and f in node_of:
+                who[w].add(node_of[f])
+    parent = {n: n for n in nodes}
+
+    def root(n):
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+    for f, ls in lines.items():
+        if not f.endswith(".h") or f not in node_of:
+            continue
+        for l in ls:
+            for m in filter(None, (d.match(l) for d in DECLARED)):
+                name = m.group(1)
+                if not distinct(name) or df[name] > GENERIC:
+                    continue
+                for other in who.get(name, ()):
+                    parent[root(other)] = root(node_of[f])
+    units = collections.defaultdict(list)
+    for n in sorted(nodes):
+        units[root(n)].append(n)
+    return list(units.values())
+
+
 def split(repo, old, new):
-    """[(name, files)] in series order: shared headers first, then the groups."""
+    """[(name, files)] in series order: the units holding a shared header
+    first, then the others (see the header of this file)."""
     out = sh("git", "-C", repo, "diff", "--no-renames", "--name-only", "-z", old, new)
     files = [f for f in out.split("\0") if f]
     headers = {f for f in files if f.startswith("include/") and f.endswith(".h")}
     users = includers(repo, new, files, headers)
-    first, rest = collections.defaultdict(list), collections.defaultdict(list)
+    nodes, shared = collections.defaultdict(list), set()
     for f in files:
         if f in headers and len(users.get(f, ())) == 1:
-            rest[next(iter(users[f]))].append(f)
+            nodes[next(iter(users[f]))].append(f)
         elif f in headers:
-            first[group_of(f)].append(f)
+            nodes[f].append(f)
+            shared.add(f)
         else:
-            rest[group_of(f)].append(f)
-    return sorted(first.items()) + sorted(rest.items())
+            nodes[group_of(f)].append(f)
+    units = []
+    for names in coupled(nodes, changed_lines(repo, old, new)):
+        groups = [n for n in names if n not in shared]
+        label = ", ".join(groups[:3]) + (f" and {len(groups) - 3} more" if len(groups) > 3 else "")
+        if not groups:
+            label = names[0] + (f" and {len(names) - 1} more" if len(names) > 1 else "")
+        units.append((not any(n in shared for n in names), label,
+                      sorted(f for n in names for f in nodes[n])))
+    return [(label, fs) for _, label, fs in sorted(units)]
 
 
 def apply_mail(repo, env, mail, parent):
