@@ -145,6 +145,8 @@ def judge(case, rc, out, err, is_make):
         problems.append(f"exit {rc}, outside the contract")
     if want is not None and rc not in want:
         problems.append(f"exit {rc}, want {sorted(want)}")
+    if argv[-1] in ("--help", "-h") and want == {0} and not out.strip():
+        problems.append("no help on stdout")
     if "Traceback" in out + err:
         problems.append("a traceback")
     refused = rc == 128 or (is_make and rc == 2)

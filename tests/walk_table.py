@@ -2,6 +2,7 @@
 allowed or None for any in the contract, extra environment), built from
 classes of odd input crossed with every entry point and option."""
 import itertools
+import os
 
 X = "xfs-nowait-dio"
 P = "{top}/kernel-patches/xfs-nowait-dio"
@@ -236,6 +237,26 @@ def env_vars():
     return out
 
 
+def scripts(top):
+    """Every script under scripts/ and bench/ (and run-in-qemu.sh), as argv:
+    --help and -h are usage on stdout and 0, doing nothing else; an unknown
+    option is 128."""
+    out = []
+    for sub in ("scripts", "bench"):
+        for name in sorted(os.listdir(os.path.join(top, sub))):
+            path = os.path.join(top, sub, name)
+            # A library (common.sh, proof_records.py) is sourced or imported, not run.
+            if not os.path.isfile(path) or name in ("common.sh", "proof_records.py") or \
+                    not (name.endswith((".sh", ".py")) or os.access(path, os.X_OK)):
+                continue
+            argv = ["{py}", path] if name.endswith(".py") else [path]
+            label = f"{sub}/{name}"
+            out += [(f"{label} --help", argv + ["--help"], {0}, None),
+                    (f"{label} -h", argv + ["-h"], {0}, None),
+                    (f"{label} unknown option", argv + ["--no-such-option"], U, None)]
+    return out + [("run --help", ["{run}", "--help"], {0}, None), ("run -h", ["{run}", "-h"], {0}, None)]
+
+
 def make():
     m = ["make", "-s", "-C", "{top}"]
     return [(f"make {' '.join(a)}", m + a, MAKE_U, None) for a in (
@@ -254,4 +275,4 @@ def make():
 
 
 def table(subst):
-    return typos() + opt_equals() + digits() + names() + files() + series() + packages() + env_vars() + make()
+    return scripts(subst["top"]) + typos() + opt_equals() + digits() + names() + files() + series() + packages() + env_vars() + make()
