@@ -70,6 +70,7 @@ def prepare(scratch):
             subst[name] = os.path.join(s, f"dev-{name}")
             os.mknod(subst[name], 0o666 | stat.S_IFCHR, os.makedev(1, minor))
     make_debs(s)
+    make_good(s)
     home = os.path.join(scratch, "home")
     os.makedirs(home)
     # Nothing the Python side would build is built: a case accepted by
@@ -119,6 +120,44 @@ def make_debs(s):
     os.makedirs(os.path.join(out, "boot"))
     os.makedirs(os.path.join(out, "lib", "modules", "1"))
     os.symlink(os.path.join(s, "a", "bzImage"), os.path.join(out, "boot", "vmlinuz-1"))
+
+
+def make_good(s):
+    """Input that is fine, for the cases a dry run must take without writing
+    anything: a linux-image .deb (its image a link to another member, as
+    a package may have it) and a -dbg one, made by dpkg-deb; kernel trees
+    (of the default branch and of another) as kernels.sh build-tree wants
+    them, and trees it refuses."""
+    rel = "6.1.0-99-amd64"
+    files = {"good/boot/real-image": None, f"good/boot/config-{rel}": b"CONFIG_XFS_FS=m\n",
+             f"good/lib/modules/{rel}/modules.order": b"",
+             f"dbg/usr/lib/debug/boot/vmlinux-{rel}": b"\x7fELF" + b"\0" * 60}
+    for path, data in files.items():
+        p = os.path.join(s, "debs", path)
+        if data is None:
+            contract.fake_bzimage(p)
+            continue
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(data)
+    os.symlink("real-image", os.path.join(s, "debs", "good", "boot", f"vmlinuz-{rel}"))
+    for name in ("good", "dbg"):
+        d = os.path.join(s, "debs", name)
+        os.makedirs(os.path.join(d, "DEBIAN"))
+        with open(os.path.join(d, "DEBIAN", "control"), "w") as f:
+            f.write(f"Package: {name}\nVersion: 1\nArchitecture: amd64\nMaintainer: x <x@x>\nDescription: x\n")
+        subprocess.run(["dpkg-deb", "-Zxz", "--build", d, d + ".deb"], check=True, capture_output=True)
+    for tree, version in (("tree-6.1", "6\nPATCHLEVEL = 1"), ("tree-5.10", "5\nPATCHLEVEL = 10"),
+                          ("tree-no-version", None), ("tree-no-arch", "6\nPATCHLEVEL = 1")):
+        t = os.path.join(s, tree)
+        os.makedirs(os.path.join(t, "scripts", "kconfig"))
+        if tree != "tree-no-arch":
+            os.makedirs(os.path.join(t, "arch", "x86"))
+        with open(os.path.join(t, "Makefile"), "w") as f:
+            f.write(f"VERSION = {version}\n" if version else "all:\n")
+        merge = os.path.join(t, "scripts", "kconfig", "merge_config.sh")
+        open(merge, "w").close()
+        os.chmod(merge, 0o755)
 
 
 def snapshot(root, skip):

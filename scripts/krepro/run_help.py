@@ -30,8 +30,9 @@ Kernels and guests:
                     bound a miss there, and a row with none left is not booted
   --tree DIR        build the kernel tree in DIR (a git checkout, any state) with
                     krepro's config fragments, objects outside DIR, and run on it;
-                    repeatable. Not a kernel tree or no build: exit 125 and the
-                    build log's path (git bisect skips the commit)
+                    repeatable. Not a kernel tree: exit 125 before any work (a
+                    dry run too); no build: 125 and the build log's path (git
+                    bisect skips the commit)
   --vmlinux PATH    debug information of the one --kernel PATH: its vmlinux, or
                     Debian's linux-image-*-dbg package; reports are decoded with it
   --accel A         tcg | kvm | auto (default tcg; auto uses KVM only after a
