@@ -20,13 +20,15 @@ MEMBERS_MAX = 200000
 # 0x202, ARM's magic at 0x24), a kernel config (a few hundred KB).
 HEAD_MAX = 4096
 CONFIG_MAX = 8 << 20
+KEPT_MAX = 16 << 20
 IMAGE = re.compile(r"boot/vmlinuz-([^/]+)")
 
 
-def scan_deb(deb, keep=lambda name: 0):
-    """{name: (member, its first keep(name) bytes or None)} of a .deb, every
-    member checked (each a regular file, a directory or a link, every name
-    and link inside the package's root, their sizes bounded); names
+def scan_deb(deb, keep=lambda name, m: None):
+    """A .deb's members, every one checked (each a regular file, a
+    directory or a link, every name and link inside the package's root,
+    their sizes bounded): {name: (member, its first keep(name) bytes or
+    None)} of those keep(name, member) is not None for (a file's), names
     normalized (no "./"). DistroError says what is wrong with it."""
     p = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", deb], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)
@@ -41,8 +43,9 @@ def scan_deb(deb, keep=lambda name: 0):
                     raise DistroError(f"{say(deb)}: not unpacked: " + (
                         why or f"more than {MEMBERS_MAX} members or {UNPACKED_MAX >> 30} GiB"))
                 name = os.path.normpath(m.name)
-                want = keep(name) if m.isreg() else 0
-                out[name] = (m, tar.extractfile(m).read(want) if want else None)
+                want = keep(name, m)
+                if want is not None:
+                    out[name] = (m, tar.extractfile(m).read(want) if want and m.isreg() else None)
     except tarfile.TarError as e:
         p.kill()
         err = p.communicate()[1].decode(errors="replace").strip().splitlines()
@@ -92,16 +95,27 @@ def peek_image(deb):
     the package without unpacking it: (release, the image's first bytes or
     None, its boot/config-<release> as {CONFIG_X: value} or None). The
     same refusals as resolve()'s."""
-    def keep(name):
-        # Every file under boot/: the image may be a link to one of them.
-        return CONFIG_MAX if name.startswith("boot/config-") else HEAD_MAX if name.startswith("boot/") else 0
+    budget, mods = [KEPT_MAX], set()
+
+    def keep(name, m):
+        # The files in boot/ (the image may be a link to one of them), as
+        # much of them as the budget allows: the package is someone else's;
+        # of lib/modules/, the directories in it (a member inside one says
+        # it is one, as an unpack would make it).
+        parts = name.split("/")
+        if parts[:2] == ["lib", "modules"] and len(parts) > 2 and (len(parts) > 3 or m.isdir()):
+            mods.add(parts[2])
+        if os.path.dirname(name) != "boot":
+            return None
+        want = min(budget[0], CONFIG_MAX if name.startswith("boot/config-") else HEAD_MAX)
+        budget[0] -= want
+        return want
     members = scan_deb(deb, keep)
     images = sorted(n for n in members if IMAGE.fullmatch(n))
     if len(images) != 1:
         raise DistroError(f"{say(deb)}: want one boot/vmlinuz-<release>, found {len(images)}")
     release = IMAGE.fullmatch(images[0]).group(1)
-    mods = f"lib/modules/{release}"
-    if not any(n == mods or n.startswith(mods + "/") for n in members):
+    if release not in mods:
         raise DistroError(f"{say(deb)}: no lib/modules/{say(release)} beside {images[0]}")
     cfg = members.get(f"boot/config-{release}", (None, None))[1]
     return (release, link_target(members, images[0])[1],
@@ -126,5 +140,5 @@ def peek_debug(deb, release=None):
     .deb, named without unpacking it, or None: distro.kernel.debug_vmlinux()'s
     answer on the unpacked package."""
     pat = re.compile(r"usr/lib/debug/boot/vmlinux-" + (re.escape(release) if release else r"[^/]+"))
-    names = [n for n in scan_deb(deb) if pat.fullmatch(n)]
+    names = list(scan_deb(deb, lambda n, m: 0 if pat.fullmatch(n) else None))
     return names[0] if len(names) == 1 else None
