@@ -126,7 +126,9 @@ class Kernel:
             raise UsageError(self.not_an_image())
         self.label = self.release
         self.image = os.path.realpath(self.spec)
-        self.peeked = (cfg, f"{self.spec}: boot/config-{self.release}") if cfg is not None else None
+        # Without its config, a run would read the unpacked image's: not here.
+        self.peeked = (cfg, f"{self.spec}: boot/config-{self.release}") if cfg is not None else \
+            (None, f"no boot/config-{self.release} in the package (a run reads the image's own)")
 
     def tree_problem(self):
         """Why kernels.sh build-tree would not build this --tree (exit 125,
@@ -273,7 +275,7 @@ def kernel_config(kernel):
     keeps beside each image it installs (<image>.config; a kernel of the
     user's may have one there too) or in a --tree build's object directory;
     else the config the image carries (CONFIG_IKCONFIG)."""
-    if kernel.peeked:
+    if kernel.peeked is not None:
         return kernel.peeked
     if kernel.distro_root:
         path = os.path.join(kernel.distro_root, "boot", f"config-{kernel.release}")
