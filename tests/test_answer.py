@@ -11,6 +11,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from krepro import meta, early_stop as answer  # noqa: E402
 
 META = meta.Reproducer.from_json({"name": "fake-bug", "signatures": [{"kind": "REFCOUNT"}]})
+META_OWN = meta.Reproducer.from_json({"name": "fake-bug", "cases": ["race"]})
 START = ["krepro-init: started, uptime 1.0 s", "krepro-init: running fake-bug", "krepro: fake-bug: start"]
 WARN = ["------------[ cut here ]------------", "refcount_t: addition on 0; use-after-free.",
         "WARNING: CPU: 1 PID: 80 at lib/refcount.c:25 refcount_warn_saturate+0x97/0x110",
@@ -86,6 +87,30 @@ class Watch(unittest.TestCase):
     def test_report_before_the_start_is_not_the_answer(self):
         w = answer.Watch(META, self.con, self.ktap)
         self.put(self.con, console(START[:1] + WARN + END + START[1:]))
+        self.assertIsNone(w())
+
+    def test_own_evidence_fail_is_complete_once_the_plan_is(self):
+        # No kernel report: the reproducer's own FAIL, then its exit. A later
+        # report cannot change the FAIL, so shutdown is not waited for.
+        w = answer.Watch(META_OWN, self.con, self.ktap)
+        fail = "KTAP version 1\n1..2\n# race: FAIL: reads stalled 30 s\nnot ok 1 race # FAIL\n"
+        self.put(self.ktap, fail)
+        self.put(self.con, console(START + ["krepro-init: result name=fake-bug exit=1"]))
+        self.assertIsNone(w(), "the harness's own point is not on the stream yet")
+        self.put(self.ktap, fail + "ok 2 krepro-scan\n")
+        self.assertEqual(w(), "own")
+
+    def test_own_evidence_needs_the_exit(self):
+        w = answer.Watch(META_OWN, self.con, self.ktap)
+        self.put(self.ktap, "KTAP version 1\n1..1\n# race: FAIL: reads stalled\nnot ok 1 race # FAIL\n")
+        self.put(self.con, console(START))
+        self.assertIsNone(w())
+
+    def test_a_pass_is_never_stopped(self):
+        # Shutdown may still print a report that makes it OTHER.
+        w = answer.Watch(META_OWN, self.con, self.ktap)
+        self.put(self.ktap, "KTAP version 1\n1..1\nok 1 race\n")
+        self.put(self.con, console(START + ["krepro-init: result name=fake-bug exit=0"]))
         self.assertIsNone(w())
 
     def test_given_text_and_no_ktap_stream(self):

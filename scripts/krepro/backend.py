@@ -24,7 +24,7 @@ class GuestSpec:
     # Is the run's answer already known from this console text (the bug's
     # own report, ended, and the reproducer's verdicts)? Then the guest may
     # be stopped early (guest.supervise()).
-    # answer.Watch: None, "report" or "complete" for a console text.
+    # early_stop.Watch: None, "report", "complete" or "own" for a console text.
     answered: Optional[Callable[[str], Optional[str]]] = None
 
 

@@ -12,6 +12,10 @@ evidence needs is waiting for nothing.
                 not read: a LAVA job's)
     "complete"  the report has ended and every test point the KTAP plan
                 announced is on the stream
+    "own"       no report, but the reproducer exited FAILing on its own
+                evidence with its whole KTAP plan on the stream: complete too
+                (by the verdict order no later kernel report can change that
+                FAIL, and a kernel the bug left broken can hang in shutdown)
 """
 import re
 import time
@@ -65,7 +69,7 @@ def report_ended(console, line):
 class Watch:
     """A GuestSpec's answered(): given the guest's console text (or reading
     it from console_path), and reading its KTAP file where there is one
-    written live (not a LAVA job's), says None, "report" or "complete"
+    written live (not a LAVA job's), says None, "report", "complete" or "own"
     (above). meta: the reproducer (meta.Reproducer)."""
 
     def __init__(self, meta, console_path=None, ktap_path=None):
@@ -78,14 +82,17 @@ class Watch:
         now = time.monotonic()
         if len(console) != self.size:
             self.size, self.quiet_since = len(console), now
-        if not self.meta.signatures:
+        ktap = read(self.ktap_path) if self.ktap_path else ""
+        res = decide(console, self.meta, ktap)
+        if res["outcome"] != "FAIL":
             return None
-        res = decide(console, self.meta)
-        if res["outcome"] != "FAIL" or not (res["signature"] or "").startswith("report: "):
+        if res["signature"] == "own evidence":
+            return "own" if ktap_complete(ktap) else None
+        if not (res["signature"] or "").startswith("report: "):
             return None
         bug = next(r for r in res["reports"] if r.get("bug"))
         if not (report_ended(console, bug["line"]) or now - self.quiet_since >= QUIET):
             return None
-        if self.ktap_path and ktap_complete(read(self.ktap_path), self.meta.cases):
+        if self.ktap_path and ktap_complete(ktap, self.meta.cases):
             return "complete"
         return "report"

@@ -239,9 +239,9 @@ def supervise(argv, out, limit, answered=None, grace=5):
             except subprocess.TimeoutExpired:
                 state = answered() if answered and stop["complete"] is None else None
                 seen = round(time.monotonic() - t0, 1)
-                if state and stop["report"] is None:
+                if state in ("report", "complete") and stop["report"] is None:
                     stop["report"] = seen
-                if state == "complete":
+                if state in ("complete", "own"):
                     stop["complete"] = seen
         if status is None:
             p.terminate()
