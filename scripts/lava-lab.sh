@@ -15,7 +15,7 @@ set -euo pipefail
 help_header "${1:-}"
 # The command checked before anything is read or started.
 case ${1:-} in start | stop | status | env) [ $# -eq 1 ] || usage_die "lava-lab.sh $1 takes no more arguments" ;;
-*) usage_die "lava-lab.sh: want start, stop, status or env, not '${1:-}' (--help for more)" ;; esac
+*) usage_die "lava-lab.sh: want start, stop, status or env${1:+, not '$1'} (--help for more)" ;; esac
 
 LAB=$KREPRO_CACHE/lava-lab
 SERVER_PORT=${KREPRO_LAB_PORT:-8799}
