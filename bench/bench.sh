@@ -43,17 +43,18 @@ while [ $# -gt 0 ]; do
 	--cold-debug-info) debug_info=1 ;;
 	--sequential-only) fixed=0 ;;
 	--baseline)
-		[ $# -ge 2 ] || die "--baseline needs a commit"
-		baseline=$(git -C "$TOP" rev-parse --verify -q "$2^{commit}") || die "--baseline $2: no such commit"
+		[ $# -ge 2 ] || usage_die "--baseline needs a commit"
+		baseline=$(git -C "$TOP" rev-parse --verify -q "$2^{commit}") || usage_die "--baseline $2: no such commit"
 		fixed=0
 		shift
 		;;
 	--record)
-		[ $# -ge 2 ] || die "--record needs a file"
+		[ $# -ge 2 ] || usage_die "--record needs a file"
 		record=$2
 		shift
 		;;
-	*) die "unknown argument $1 (see the top of $0)" ;;
+	-h | --help) help_header --help ;;
+	*) usage_die "unknown argument $1 (bench/bench.sh --help for the arguments)" ;;
 	esac
 	shift
 done

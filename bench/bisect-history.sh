@@ -15,7 +15,8 @@
 set -euo pipefail
 . "$(dirname "$0")/../scripts/common.sh"
 
-[ $# -eq 1 ] || KREPRO_DIE_CODE=128 die "usage: bench/bisect-history.sh DIR"
+help_header "${1:-}"
+[ $# -eq 1 ] && [ "${1#-}" = "$1" ] || usage_die "usage: bench/bisect-history.sh DIR (--help for more)"
 dir=$1
 [ ! -e "$dir" ] || KREPRO_DIE_CODE=128 die "$dir exists; give a new directory"
 "$KREPRO_TOP/scripts/kernels.sh" tree >/dev/null

@@ -8,6 +8,13 @@
 # last line per bisection is its verdict and exit status.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/common.sh"
+help_header "${1:-}"
+# Two paths at most, neither an option: a typo must not become a history's name.
+[ $# -le 2 ] || usage_die "usage: bench/bisect-proof.sh [HISTORY [RESULTS]] (--help for more)"
+for a in "$@"; do
+	case $a in -*) usage_die "bench/bisect-proof.sh takes paths, not '$a' (--help for more)" ;; esac
+done
 hist=${1:-${KREPRO_CACHE:-$HOME/.cache/krepro}/bisect-history}
 out=${2:-$top/results/bisect-proof-$(date +%Y%m%d-%H%M%S)}
 [ -d "$hist/.git" ] || "$top/bench/bisect-history.sh" "$hist" || exit 128

@@ -61,6 +61,9 @@ def main(results, history, out, commit):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] in (["--help"], ["-h"]):
+        print(__doc__.strip())
+        sys.exit(0)
     if len(sys.argv) != 5 or not all(os.path.isdir(d) for d in sys.argv[1:3]):
         print("usage: bench/bisect-record.py RESULTS HISTORY OUT KREPRO_COMMIT "
               "(RESULTS and HISTORY directories)", file=sys.stderr)

@@ -89,9 +89,13 @@ def one(repro, arch, flavour, expect, work, metas):
 
 
 def main(argv):
-    if not argv or argv[0].startswith("-"):
-        print(__doc__, file=sys.stderr)
-        return 2
+    if argv in (["--help"], ["-h"]):
+        print(__doc__.strip())
+        return 0
+    if not argv or any(a.startswith("-") for a in argv):
+        print("bundle-roundtrip.py: error: usage: bench/bundle-roundtrip.py RECORD "
+              "[REPRO:ARCH[:KERNEL=OUTCOME]...] (--help for more)", file=sys.stderr)
+        return 128
     record = argv[0]
     pairs = [a.split(":", 2) for a in argv[1:]] or [["bpf-percpu-reuse", "x86_64"], ["arm-kprobe-fortify", "arm"]]
     metamod.ensure_built()

@@ -125,8 +125,17 @@ def rewrapped(classify):
     return dict(found, **{"without a report, none found in any wrapping": f"{quiet[0]}/{quiet[1]}"})
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with krepro's usage error: one line and 128, not 2 (krepro's
+    own Parser is not imported here: --scripts may name another checkout's)."""
+
+    def error(self, message):
+        print(f"{self.prog}: error: {message} (--help for more)", file=sys.stderr)
+        sys.exit(128)
+
+
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = Parser(prog="bench/classify-pasted.py", description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("logdir")
     p.add_argument("--scripts", default=os.path.join(TOP, "scripts"))
     p.add_argument("--part", choices=("all", "tune", "held"), default="held")

@@ -73,8 +73,12 @@ def rewrite(text):
 
 def main():
     args = sys.argv[1:]
+    if args in (["--help"], ["-h"]):
+        print(__doc__.strip())
+        return 0
     if args not in ([], ["--check"]):
-        print(__doc__.strip(), file=sys.stderr)
+        print(f"perf-tables.py: error: {args[0][:200]!r} is not an argument here "
+              "(usage: bench/perf-tables.py [--check]; --help for more)", file=sys.stderr)
         return 128
     with open(DOC) as f:
         text = f.read()

@@ -11,6 +11,10 @@
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 . "$TOP/scripts/common.sh"
+help_header "${1:-}"
+for a in "$@"; do
+	case $a in -*) usage_die "same-code.sh takes object files, not '$a' (--help for more)" ;; esac
+done
 ARCH=${ARCH:-x86_64}
 obj=${KREPRO_OBJ:-$KREPRO_CACHE/build/$ARCH}
 cross=$(KREPRO_ARCH=$ARCH arch_field cross)
@@ -20,6 +24,7 @@ if [ $# -eq 0 ]; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+[ -d "$obj" ] || usage_die "no object directory $obj (build the kernel first, or set KREPRO_OBJ)"
 cd "$obj"
 same=0 differ=0
 for o in "$@"; do

@@ -318,8 +318,18 @@ def check(base, series, tip):
     print(f"stable-series: git am of {len(patches)} patches on the base: the tip's tree, exactly")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with krepro's usage error: one line and 128, not 2 (this
+    script stands alone, without krepro's package on its path)."""
+
+    def error(self, message):
+        print(f"{self.prog}: error: {message} (--help for more)", file=sys.stderr)
+        sys.exit(128)
+
+
 def main():
-    p = argparse.ArgumentParser(prog="bench/stable-series.py", usage=__doc__.split("\n\n")[1])
+    p = Parser(prog="bench/stable-series.py", usage=__doc__.split("\n\n")[1].removeprefix("usage: "),
+               allow_abbrev=False)
     p.add_argument("old")
     p.add_argument("new")
     p.add_argument("out")

@@ -7,6 +7,7 @@
 # the command (or when this script is interrupted). Exits with the command's
 # status. For proof runs that a busy machine must not turn into a FAIL.
 set -u
+case ${1:-} in -h | --help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 [ $# -ge 2 ] && [[ $1 =~ ^[1-9][0-9]?$ ]] || { echo "usage: $0 N COMMAND [ARG...]" >&2; exit 128; }
 n=$1
 shift

@@ -72,6 +72,15 @@ die() { printf 'krepro: error: %s\n' "$(say "$*")" >&2; exit "${KREPRO_DIE_CODE:
 # Bad input before any work: one line and 128 (git bisect run stops).
 usage_die() { KREPRO_DIE_CODE=128 die "$*"; }
 
+# help_header "$1": when it is -h or --help, the running script's header
+# comment (its usage, from after the #! line to the first line that is no
+# comment) on stdout, and exit 0 having done nothing else.
+help_header() {
+	case ${1:-} in -h | --help) ;; *) return 0 ;; esac
+	awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"
+	exit 0
+}
+
 # nearest WORD CANDIDATE...: the candidate WORD was meant to be, for "did you
 # mean": the one it is a prefix of (at least 3 characters), else the nearest
 # by edit distance when that is at most a third of its length; case ignored.

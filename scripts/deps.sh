@@ -2,8 +2,12 @@
 # Install the Debian packages krepro needs on the host (only the missing ones).
 #   deps.sh        what building and running the reproducers needs
 #   deps.sh lava   LAVA's dispatcher (lava-run) and lavacli, for --via lava-*
+#   deps.sh --help this text
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
+help_header "${1:-}"
+case $# in 0) ;; 1) [ "$1" = lava ] || usage_die "deps.sh: unknown argument '$1' (usage: deps.sh [lava]; --help for more)" ;;
+*) usage_die "deps.sh takes at most one argument, lava (--help for more)" ;; esac
 if [ "${1:-}" = lava ]; then
 	# As Debian ships it, recommends included: the install lava-run was
 	# proven with (about 270 packages, among them libguestfs and a kernel

@@ -535,9 +535,10 @@ cmd_build_tree() {
 	obj=$(build_tree_obj "$src")
 	mkdir -p "$obj"
 	logf=$obj/krepro-build.log
-	if [ ! -f "$src/Makefile" ] || [ ! -d "$src/arch/$(kbuild_arch)" ] ||
+	# What the runner checks before any work too (kernels.py tree_problem).
+	if [ ! -f "$src/Makefile" ] || [ "$(tree_version "$src")" = tree ] || [ ! -d "$src/arch/$(kbuild_arch)" ] ||
 		[ ! -x "$src/scripts/kconfig/merge_config.sh" ]; then
-		echo "$src: no Makefile, arch/$(kbuild_arch)/ or scripts/kconfig/merge_config.sh: not a kernel tree" >"$logf"
+		echo "$src: no Makefile with VERSION and PATCHLEVEL, arch/$(kbuild_arch)/ or scripts/kconfig/merge_config.sh: not a kernel tree" >"$logf"
 		KREPRO_DIE_CODE=125 die "$src is not a kernel tree (build log: $logf)"
 	fi
 	machine_lock

@@ -12,6 +12,10 @@
 #   lava-lab.sh env      the lab's settings as shell assignments
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
+help_header "${1:-}"
+# The command checked before anything is read or started.
+case ${1:-} in start | stop | status | env) [ $# -eq 1 ] || usage_die "lava-lab.sh $1 takes no more arguments" ;;
+*) usage_die "lava-lab.sh: want start, stop, status or env${1:+, not '$1'} (--help for more)" ;; esac
 
 LAB=$KREPRO_CACHE/lava-lab
 SERVER_PORT=${KREPRO_LAB_PORT:-8799}
@@ -241,5 +245,4 @@ start) start ;;
 stop) stop ;;
 status) status ;;
 env) printf 'LAB=%q\nIDENTITY=%q\nARTIFACTS=%q\n' "$LAB" "$IDENTITY" "$LAB/artifacts=http://127.0.0.1:$FILES_PORT" ;;
-*) die "usage: $0 start|stop|status|env" ;;
 esac

@@ -34,14 +34,23 @@ contains "--help names --tree" "--tree DIR"
 contains "--help names --report" "--report DIR"
 contains "--help shows git bisect run" "git bisect run"
 
-# --tree on what is not a kernel tree: 125 (git bisect's skip) and the log path.
+# --tree on what is not a kernel tree: 125 (git bisect's skip) before any
+# work, dry run or not; kernels.sh build-tree itself says it with the log path.
 # A scratch cache, so nothing lands in the real one.
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/not-a-kernel"
 echo hello >"$scratch/not-a-kernel/README"
-check 125 "--tree not a kernel tree" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$scratch/not-a-kernel" xfs-nowait-dio
-contains "not a kernel tree is said" "is not a kernel tree"
+for dry in "" --dry-run; do
+	check 125 "--tree not a kernel tree ${dry:-(a run)}" env KREPRO_CACHE="$scratch/cache" "$run" $dry \
+		--tree "$scratch/not-a-kernel" xfs-nowait-dio
+	contains "not a kernel tree is said ${dry:-(a run)}" "not-a-kernel: not a kernel tree"
+	if [ -e "$scratch/cache/build" ]; then not_ok "nothing made before the refusal ${dry:-(a run)}"
+	else ok "nothing made before the refusal ${dry:-(a run)}"; fi
+done
+check 125 "kernels.sh build-tree on not a kernel tree" env KREPRO_CACHE="$scratch/cache" \
+	"$(dirname "$run")/scripts/kernels.sh" build-tree "$scratch/not-a-kernel"
+contains "kernels.sh build-tree: not a kernel tree is said" "is not a kernel tree"
 contains "--tree failure names the build log" "build log: $scratch/cache/build/tree-"
 log=$(grep -o "build log: [^)]*" <<<"$LAST" | cut -d' ' -f3)
 if [ -f "$log" ] && grep -q "not a kernel tree" "$log"; then ok "the named build log exists and says why"
@@ -58,7 +67,7 @@ for what in config build; do
 			>"$t/scripts/kconfig/merge_config.sh"
 	fi
 	chmod +x "$t/scripts/kconfig/merge_config.sh"
-	printf 'bzImage:\n\t@echo "error: this tree does not build"; exit 1\n' >"$t/Makefile"
+	printf 'VERSION = 6\nPATCHLEVEL = 1\nbzImage:\n\t@echo "error: this tree does not build"; exit 1\n' >"$t/Makefile"
 	check 125 "--tree whose $what fails" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$t" xfs-nowait-dio
 	contains "--tree $what failure names the build log" "(build log: $scratch/cache/build/tree-"
 done
@@ -99,6 +108,9 @@ check 128 "--arch arm: a bzImage is not a zImage" "$run" --arch arm --kernel /et
 contains "not-a-zImage is explained" "not an ARM zImage"
 # --tree with --arch arm: the tree must have arch/arm (an x86-only fake has not).
 check 125 "--arch arm --tree without arch/arm" env KREPRO_CACHE="$scratch/cache" "$run" --arch arm --tree "$scratch/fake-build" arm-kprobe-fortify
+contains "--arch arm --tree without arch/arm is said" "arch/arm/"
+check 125 "kernels.sh build-tree, arm, without arch/arm" env KREPRO_CACHE="$scratch/cache" KREPRO_ARCH=arm \
+	"$(dirname "$run")/scripts/kernels.sh" build-tree "$scratch/fake-build"
 contains "--arch arm --tree has its own object directory" "build/tree-arm-"
 log=$(grep -o "build log: [^)]*" <<<"$LAST" | cut -d' ' -f3)
 if [ -f "$log" ] && grep -q "arch/arm/" "$log"; then ok "the arm build log names arch/arm/"

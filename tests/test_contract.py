@@ -69,7 +69,7 @@ CASES = [
      "no such file, and not a flavour (unpatched or patched)", None),
     ("not a kernel", ["{run}", "--kernel", "{s}/not-a-kernel", X], 128, "not an x86 bzImage", None),
     ("--kernel without a value", ["{run}", "--kernel"], 128, "expected one argument", None),
-    ("missing tree", ["{run}", "--tree", "/nonexistent/linux", X], 128, "not a directory", None),
+    ("missing tree", ["{run}", "--tree", "/nonexistent/linux", X], 128, "no such directory", None),
     ("--repeat 0", ["{run}", "--repeat", "0", X], 128, "from 1 to 1000, not '0'", None),
     ("--repeat huge", ["{run}", "--repeat", "1000000000", X], 128, "from 1 to 1000", None),
     ("--repeat abc", ["{run}", "--repeat", "abc", X], 128, "not 'abc'", None),

@@ -18,7 +18,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro.distro import kernel as distro, modules  # noqa: E402
+from krepro.distro import deb as debmod, kernel as distro, modules  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
 
 REL = "6.1.0-99-test-amd64"
@@ -97,14 +97,43 @@ class Distro(unittest.TestCase):
     def plan(self):
         return distro.Plan("x86_64", REL, self.root, self.tree, self.metas, ["xfs-thing", "can-thing"])
 
-    def test_found_in_a_deb_an_unpacked_package_and_beside_a_vmlinuz(self):
-        deb = os.path.join(self.tmp, "linux-image-test.deb")
-        os.makedirs(os.path.join(self.root, "DEBIAN"))
-        write(os.path.join(self.root, "DEBIAN", "control"),
-              "Package: linux-image-test\nVersion: 1\nArchitecture: amd64\nMaintainer: k <k@k>\nDescription: t\n")
-        subprocess.run(["dpkg-deb", "--root-owner-group", "-b", self.root, deb], check=True,
+    def deb(self, root, name="linux-image-test"):
+        deb = os.path.join(self.tmp, name + ".deb")
+        os.makedirs(os.path.join(root, "DEBIAN"))
+        write(os.path.join(root, "DEBIAN", "control"),
+              f"Package: {name}\nVersion: 1\nArchitecture: amd64\nMaintainer: k <k@k>\nDescription: t\n")
+        subprocess.run(["dpkg-deb", "--root-owner-group", "-b", root, deb], check=True,
                        stdout=subprocess.DEVNULL)
-        shutil.rmtree(os.path.join(self.root, "DEBIAN"))
+        shutil.rmtree(os.path.join(root, "DEBIAN"))
+        return deb
+
+    def test_a_dry_run_reads_a_deb_as_an_unpack_would_find_it(self):
+        deb = self.deb(self.root)
+        rel, head, cfg = debmod.peek_image(deb)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "cache")), "a peek writes nothing")
+        image, rel2, root = distro.resolve(deb)
+        with open(image, "rb") as f:
+            self.assertEqual((rel, head), (rel2, f.read(debmod.HEAD_MAX)))
+        self.assertEqual(cfg, distro.read_config(os.path.join(root, "boot", f"config-{REL}")))
+        # The image a link to another file of boot/: its bytes, as the unpacked link's.
+        boot = os.path.join(self.root, "boot")
+        os.rename(os.path.join(boot, f"vmlinuz-{REL}"), os.path.join(boot, "real"))
+        os.symlink("real", os.path.join(boot, f"vmlinuz-{REL}"))
+        self.assertEqual(debmod.peek_image(self.deb(self.root, "linked"))[:2], (rel, head))
+        # No lib/modules/<release>: refused, as resolve() refuses it.
+        shutil.rmtree(os.path.join(self.root, "lib"))
+        no_mods = self.deb(self.root, "no-modules")
+        for f in (debmod.peek_image, distro.resolve):
+            with self.assertRaisesRegex(distro.DistroError, f"no lib/modules/{REL}"):
+                f(no_mods)
+        dbg = os.path.join(self.tmp, "dbg")
+        write(os.path.join(dbg, "usr/lib/debug/boot", f"vmlinux-{REL}"), "elf")
+        dbg_deb = self.deb(dbg, "dbg")
+        self.assertEqual(debmod.peek_debug(dbg_deb, REL), f"usr/lib/debug/boot/vmlinux-{REL}")
+        self.assertIsNone(debmod.peek_debug(dbg_deb, "6.1.0-1-amd64"))
+
+    def test_found_in_a_deb_an_unpacked_package_and_beside_a_vmlinuz(self):
+        deb = self.deb(self.root)
         image, rel, root = distro.resolve(deb)
         self.assertEqual(rel, REL)
         self.assertTrue(root.startswith(os.path.join(self.tmp, "cache", "distro")))

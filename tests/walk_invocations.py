@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A walk of odd invocations over every entry point: run-in-qemu.sh,
 scripts/gate.sh, scripts/kernels.sh, python3 -m krepro SUBCOMMAND and the
-make targets that take values. The table is built from classes (a typo in
+make targets that take values; every script under scripts/ and bench/
+(--help, -h, an unknown option). The table is built from classes (a typo in
 each option, --opt=value, digits only Python reads as digits, names of
 100,000 characters, newlines in names, a FIFO, /dev/zero, a read-only
 place, a file where a directory is wanted and the other way round, bad
@@ -17,7 +18,8 @@ cache (tests/test_contract.py's setup). Builds nothing, boots nothing.
 
 usage: tests/walk_invocations.py [--every N] [WORD]
   --every N  every Nth invocation of the table only (ctest takes every 3rd:
-             the whole walk, 579 invocations, took 157 s on 2 shared cores)
+             the whole walk, 668 invocations, took 418 s on 2 cores shared
+             with the fuzz test)
   WORD       only the invocations whose name holds WORD
 """
 
@@ -70,6 +72,7 @@ def prepare(scratch):
             subst[name] = os.path.join(s, f"dev-{name}")
             os.mknod(subst[name], 0o666 | stat.S_IFCHR, os.makedev(1, minor))
     make_debs(s)
+    make_good(s)
     home = os.path.join(scratch, "home")
     os.makedirs(home)
     # Nothing the Python side would build is built: a case accepted by
@@ -121,6 +124,44 @@ def make_debs(s):
     os.symlink(os.path.join(s, "a", "bzImage"), os.path.join(out, "boot", "vmlinuz-1"))
 
 
+def make_good(s):
+    """Input that is fine, for the cases a dry run must take without writing
+    anything: a linux-image .deb (its image a link to another member, as
+    a package may have it) and a -dbg one, made by dpkg-deb; kernel trees
+    (of the default branch and of another) as kernels.sh build-tree wants
+    them, and trees it refuses."""
+    rel = "6.1.0-99-amd64"
+    files = {"good/boot/real-image": None, f"good/boot/config-{rel}": b"CONFIG_XFS_FS=m\n",
+             f"good/lib/modules/{rel}/modules.order": b"",
+             f"dbg/usr/lib/debug/boot/vmlinux-{rel}": b"\x7fELF" + b"\0" * 60}
+    for path, data in files.items():
+        p = os.path.join(s, "debs", path)
+        if data is None:
+            contract.fake_bzimage(p)
+            continue
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(data)
+    os.symlink("real-image", os.path.join(s, "debs", "good", "boot", f"vmlinuz-{rel}"))
+    for name in ("good", "dbg"):
+        d = os.path.join(s, "debs", name)
+        os.makedirs(os.path.join(d, "DEBIAN"))
+        with open(os.path.join(d, "DEBIAN", "control"), "w") as f:
+            f.write(f"Package: {name}\nVersion: 1\nArchitecture: amd64\nMaintainer: x <x@x>\nDescription: x\n")
+        subprocess.run(["dpkg-deb", "-Zxz", "--build", d, d + ".deb"], check=True, capture_output=True)
+    for tree, version in (("tree-6.1", "6\nPATCHLEVEL = 1"), ("tree-5.10", "5\nPATCHLEVEL = 10"),
+                          ("tree-no-version", None), ("tree-no-arch", "6\nPATCHLEVEL = 1")):
+        t = os.path.join(s, tree)
+        os.makedirs(os.path.join(t, "scripts", "kconfig"))
+        if tree != "tree-no-arch":
+            os.makedirs(os.path.join(t, "arch", "x86"))
+        with open(os.path.join(t, "Makefile"), "w") as f:
+            f.write(f"VERSION = {version}\n" if version else "all:\n")
+        merge = os.path.join(t, "scripts", "kconfig", "merge_config.sh")
+        open(merge, "w").close()
+        os.chmod(merge, 0o755)
+
+
 def snapshot(root, skip):
     """Every path under root but those under skip: (size, mtime) of files."""
     out = {}
@@ -145,6 +186,8 @@ def judge(case, rc, out, err, is_make):
         problems.append(f"exit {rc}, outside the contract")
     if want is not None and rc not in want:
         problems.append(f"exit {rc}, want {sorted(want)}")
+    if argv[-1] in ("--help", "-h") and want == {0} and not out.strip():
+        problems.append("no help on stdout")
     if "Traceback" in out + err:
         problems.append("a traceback")
     refused = rc == 128 or (is_make and rc == 2)
@@ -184,9 +227,15 @@ def run_one(case, env, subst, scratch):
 
 
 def main(argv):
+    if argv[:1] in (["--help"], ["-h"]):
+        print(__doc__.strip())
+        return 0
     every = 1
     if argv[:1] == ["--every"] and len(argv) > 1 and argv[1].isdigit() and int(argv[1]) > 0:
         every, argv = int(argv[1]), argv[2:]
+    if len(argv) > 1 or argv and argv[0].startswith("-"):
+        print(f"walk_invocations.py: error: {argv[0][:200]!r} is not an argument here (--help)", file=sys.stderr)
+        return 128
     only = argv[0] if argv else None
     passed = failed = 0
     t0 = time.monotonic()

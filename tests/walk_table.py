@@ -2,6 +2,7 @@
 allowed or None for any in the contract, extra environment), built from
 classes of odd input crossed with every entry point and option."""
 import itertools
+import os
 
 X = "xfs-nowait-dio"
 P = "{top}/kernel-patches/xfs-nowait-dio"
@@ -173,8 +174,10 @@ FINE = {("run --results", "an empty dir"), ("run --results", "a missing path"),
         ("bundle --out", "a missing path"), ("run --classify", "a file"), ("run --classify", "/dev/null"),
         ("KREPRO_CACHE", "an empty dir"), ("KREPRO_CACHE", "a missing path"), ("KREPRO_INITRD", "a file"),
         ("KREPRO_INITRD", "a 5 GiB file"), ("run --classify", "a 5 GiB file"),
-        ("run --classify", "a junk .deb"), ("run --classify", "a 5 GiB .deb"),
-        ("run --tree", "an empty dir")}
+        ("run --classify", "a junk .deb"), ("run --classify", "a 5 GiB .deb")}
+# Pairs refused otherwise than as a usage error: an empty --tree is no
+# kernel tree, which its build would say with 125 (git bisect's skip).
+WANT = {("run --tree", "an empty dir"): {125}}
 # Fine, and then the gate's work begins (the tree unpacked): not walked.
 # matrix --out a file: written where told, rightly.
 WORK = {("gate.sh --results", "an empty dir"), ("gate.sh --results", "a missing path"),
@@ -185,7 +188,7 @@ def files():
     out = []
     for (slot, argv), (label, path) in itertools.product(file_slots().items(), SPECIAL):
         env = {slot: path} if slot.startswith("KREPRO_") else None
-        want = None if (slot, label) in FINE else U
+        want = WANT.get((slot, label)) or (None if (slot, label) in FINE else U)
         if slot.startswith("KREPRO_") and label.endswith(".deb") or (slot, label) in WORK:
             continue
         out.append((f"{slot} {label}", argv(path), want, env))
@@ -212,6 +215,36 @@ def packages():
            for (slot, argv), deb in itertools.product(slots.items(), debs)]
     out.append(("run --kernel an unpacked package with a link out",
                 ["{run}", "--dry-run", "--kernel", "{s}/debs/unpacked-link-out", X], U, None))
+    # Good packages: a dry run reads them and writes nothing (no distro/ in the cache).
+    good, dbg = "{s}/debs/good.deb", "{s}/debs/dbg.deb"
+    out += [("run --kernel a good .deb (dry run: read, not unpacked)", ["{run}", "--dry-run", "--kernel", good, X],
+             {0}, None),
+            ("run --kernel=a good .deb (dry run: read, not unpacked)", ["{run}", "--dry-run", "--kernel=" + good, X],
+             {0}, None),
+            ("run --vmlinux a good -dbg .deb (dry run: read, not unpacked)",
+             ["{run}", "--dry-run", "--kernel", good, "--vmlinux", dbg, X], {0}, None),
+            ("run --vmlinux a good -dbg .deb, --kernel the package unpacked",
+             ["{run}", "--dry-run", "--kernel", "{s}/debs/good", "--vmlinux", dbg, X], {0}, None),
+            ("run --kernel a -dbg .deb (no image)", ["{run}", "--dry-run", "--kernel", dbg, X], U, None),
+            ("run --vmlinux a linux-image .deb (no vmlinux)",
+             ["{run}", "--dry-run", "--kernel", good, "--vmlinux", good, X], U, None)]
+    return out
+
+
+def trees():
+    """--tree: kernel trees as kernels.sh build-tree wants them, of the
+    run's branch and another (a dry run plans them); trees it refuses (125,
+    as the build would, before any work, dry run or not)."""
+    out = [(f"run --dry-run --tree {t}", ["{run}", "--dry-run", "--tree", "{s}/" + t, X], {0}, None)
+           for t in ("tree-6.1", "tree-5.10")]
+    out += [(f"run --dry-run --tree {t}", ["{run}", "--dry-run", "--tree", "{s}/" + t, X], {125}, None)
+            for t in ("tree-no-version", "tree-no-arch", "empty")]
+    out += [("run --tree an empty dir (a real run)", ["{run}", "--tree", "{s}/empty", X], {125}, None),
+            ("run --tree=an empty dir, --kernel patched", ["{run}", "--dry-run", "--kernel", "patched",
+                                                           "--tree={s}/empty", X], {125}, None),
+            ("run --tree a kernel tree, --arch arm (no arch/arm)", ["{run}", "--dry-run", "--arch", "arm", "--tree",
+                                                                    "{s}/tree-6.1", "arm-kprobe-fortify"], {125},
+             None)]
     return out
 
 
@@ -236,6 +269,26 @@ def env_vars():
     return out
 
 
+def scripts(top):
+    """Every script under scripts/ and bench/ (and run-in-qemu.sh), as argv:
+    --help and -h are usage on stdout and 0, doing nothing else; an unknown
+    option is 128."""
+    out = []
+    for sub in ("scripts", "bench"):
+        for name in sorted(os.listdir(os.path.join(top, sub))):
+            path = os.path.join(top, sub, name)
+            # A library (common.sh, proof_records.py) is sourced or imported, not run.
+            if not os.path.isfile(path) or name in ("common.sh", "proof_records.py") or \
+                    not (name.endswith((".sh", ".py")) or os.access(path, os.X_OK)):
+                continue
+            argv = ["{py}", path] if name.endswith(".py") else [path]
+            label = f"{sub}/{name}"
+            out += [(f"{label} --help", argv + ["--help"], {0}, None),
+                    (f"{label} -h", argv + ["-h"], {0}, None),
+                    (f"{label} unknown option", argv + ["--no-such-option"], U, None)]
+    return out + [("run --help", ["{run}", "--help"], {0}, None), ("run -h", ["{run}", "-h"], {0}, None)]
+
+
 def make():
     m = ["make", "-s", "-C", "{top}"]
     return [(f"make {' '.join(a)}", m + a, MAKE_U, None) for a in (
@@ -254,4 +307,4 @@ def make():
 
 
 def table(subst):
-    return typos() + opt_equals() + digits() + names() + files() + series() + packages() + env_vars() + make()
+    return scripts(subst["top"]) + typos() + opt_equals() + digits() + names() + files() + series() + packages() + trees() + env_vars() + make()

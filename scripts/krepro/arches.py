@@ -29,6 +29,13 @@ def is_kernel_image(arch, path):
         return False
 
 
+def is_kernel_head(arch, head):
+    """is_kernel_image() of an image's first bytes."""
+    a = ARCHES[arch]
+    off, want = int(a["magic_off"]), bytes.fromhex(a["magic_hex"])
+    return head[off:off + len(want)] == want
+
+
 def image_kind(arch):
     return {"x86_64": "an x86 bzImage (no HdrS boot header)",
             "arm": "an ARM zImage (no zImage magic at 0x24)"}.get(arch, f"a {arch} kernel image")

@@ -125,7 +125,7 @@ def make_kernels(o):
     ks = tuple(kernels.Kernel(s, o.arch, o.branch) for s in specs)
     try:
         for k in ks:
-            k.check()
+            k.check(dry=o.dry_run)
     except UsageError as e:
         return None, str(e)
     if o.vmlinux:
@@ -134,7 +134,7 @@ def make_kernels(o):
             return None, ("--vmlinux belongs to one --kernel PATH: give exactly one "
                           "(krepro's flavours and --tree builds keep their own)")
         try:
-            paths[0].set_debug(o.vmlinux)
+            paths[0].set_debug(o.vmlinux, dry=o.dry_run)
         except UsageError as e:
             return None, str(e)
     return ks, check_kernels(o, specs, ks)
@@ -250,6 +250,10 @@ def main(argv):
     err = err or check_results(o)
     if err:
         return fail(err)
+    # A --tree that is no kernel tree: what its build would say, said first.
+    skip = next(filter(None, (k.tree_problem() for k in ks)), None)
+    if skip:
+        return fail(skip, UNDECIDED)
     config = settle(o, ks)
     if o.dry_run:
         return dry_run.dry_run(config)

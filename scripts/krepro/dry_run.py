@@ -3,7 +3,7 @@ would take from the recorded times. Reads files only; builds and boots
 nothing."""
 import os
 
-from . import detectors as evidence, kernels, meta as metamod, rates, stats
+from . import branches, detectors as evidence, kernels, meta as metamod, rates, stats
 from .paths import TOP, build, git_commit
 from .scheduler import rate_record, row_role
 
@@ -32,8 +32,11 @@ def kernel_line(k):
                     f"{last} s" if last is not None else "stale: rebuilt first"), last or "unknown"
         return f"built {stamp[:12]}, current ({img})", None
     if k.tree is not None:
-        return f"the tree {k.tree} is built first (objects under the cache)", "unknown"
+        return (f"the tree {k.tree} (its Makefile: {branches.of_tree(k.tree)}) is built first with "
+                f"krepro's {k.run_branch} fragments (objects under the cache)"), "unknown"
     what = f"distribution kernel {k.release}, its modules loaded" if k.release else "as given"
+    if k.release and not k.distro_root:
+        what += "; the run unpacks the package first (a dry run only reads it)"
     return f"{what} ({k.image})", None
 
 
@@ -87,6 +90,23 @@ def dry_run(config):
     print(f"krepro {git_commit()}, branch {config.branch}, "
           f"arch {config.arch}, accel {config.accel}, via {config.via}, "
           f"{config.jobs} guest(s) at a time")
+    builds = print_kernels(config)
+    metas = print_built(config)
+    print("rows (guests if each run ends as its role expects; time from recorded guest medians):")
+    print_estimate(config, *print_rows(config, metas))
+    if builds:
+        parts = [f"{lbl} ({c} s its last time)" if c != "unknown" else f"{lbl} (time unknown)"
+                 for lbl, c in builds]
+        print("builds first: " + ", ".join(parts))
+        if any(c == "unknown" for _, c in builds):
+            print("  (a build with no recorded time here: a cold kernel build is the largest "
+                  "cost of a run on 2 cores; docs/performance.md gives the measured figures)")
+    print("(guest times are the bug kernel's recorded medians; a clean run can take longer)")
+    return 0
+
+
+def print_kernels(config):
+    """Each kernel's line; the builds it costs [(label, seconds or "unknown")]."""
     builds = []
     print("kernels:")
     for k in config.kernels:
@@ -94,6 +114,12 @@ def dry_run(config):
         print(f"  {k.label:<12} {line}")
         if cost is not None:
             builds.append((k.label, cost))
+    return builds
+
+
+def print_built(config):
+    """Whether the reproducers and the guest image are built; the
+    reproducers' --describe ({} before they are built)."""
     built = all(os.path.isfile(os.path.join(build(), "repro", r + ".json")) for r in config.repros)
     try:
         metas = metamod.load_all() if built else {}
@@ -106,7 +132,11 @@ def dry_run(config):
     print("reproducers: " + ("built" if built else "not built: make build first")
           + f"; guest image {os.path.relpath(initrd, TOP) if initrd.startswith(TOP) else initrd}"
           + ("" if os.path.isfile(initrd) else " (not built: built first)"))
-    print("rows (guests if each run ends as its role expects; time from recorded guest medians):")
+    return metas
+
+
+def print_rows(config, metas):
+    """Each row's line: (guests, seconds, reproducers with no recorded time)."""
     total_guests, total_secs, unknown = 0, 0.0, []
     for r in config.repros:
         secs, src = guest_seconds(r, config.arch, config.branch)
@@ -120,6 +150,10 @@ def dry_run(config):
                 total_secs += n * secs
                 t = f"~{n * secs:.0f} s"
             print(f"  {r:<20} {k.label:<12} {rl:<5} {n:>3} guest(s), {t}: {why}")
+    return total_guests, total_secs, unknown
+
+
+def print_estimate(config, total_guests, total_secs, unknown):
     mins = total_secs / 60
     est = f"about {total_secs:.0f} s ({mins:.1f} min) of guests" if total_secs else "no recorded guest times"
     if unknown:
@@ -127,12 +161,3 @@ def dry_run(config):
     if config.jobs > 1:
         est += f"; with {config.jobs} at a time, less wall clock"
     print(f"estimate: {total_guests} guests, {est}")
-    if builds:
-        parts = [f"{lbl} ({c} s its last time)" if c != "unknown" else f"{lbl} (time unknown)"
-                 for lbl, c in builds]
-        print("builds first: " + ", ".join(parts))
-        if any(c == "unknown" for _, c in builds):
-            print("  (a build with no recorded time here: a cold kernel build is the largest "
-                  "cost of a run on 2 cores; docs/performance.md gives the measured figures)")
-    print("(guest times are the bug kernel's recorded medians; a clean run can take longer)")
-    return 0

@@ -6,7 +6,7 @@ import os
 import subprocess
 
 from . import arches, branches
-from .distro import kernel as distro_kernel
+from .distro import deb, kernel as distro_kernel
 from . import detectors
 from .log import log
 from .paths import SCRIPTS, cache, kernels as kernels_dir
@@ -77,6 +77,7 @@ class Kernel:
         # Its options {CONFIG_X: value}, or None; and where they were read,
         # or why they could not be (kernel_config()).
         self.config = self.config_source = None
+        self.peeked = None    # a dry run's (config, source) of a .deb it did not unpack
         if self.flavour:
             self.label = spec
         elif self.tree:
@@ -84,11 +85,13 @@ class Kernel:
         else:
             self.label = os.path.basename(spec)
 
-    def check(self):
-        """Bad input, before anything is built or booted."""
+    def check(self, dry=False):
+        """Bad input, before anything is built or booted. dry: a dry run,
+        which writes nothing (a .deb is read, not unpacked)."""
         if self.tree is not None:
             if not os.path.isdir(self.tree):
-                raise UsageError(f"--tree {self.tree}: not a directory")
+                raise UsageError(f"--tree {self.tree}: " + ("not a directory" if os.path.lexists(self.tree)
+                                                          else "no such directory"))
         elif not self.flavour:
             if not os.path.exists(self.spec):
                 close = difflib.get_close_matches(self.spec, FLAVOURS, n=1, cutoff=0.6)
@@ -97,6 +100,8 @@ class Kernel:
                                  + (f"; did you mean {close[0]}?" if close else ""))
             try:
                 check_path_input(self.spec, IMAGE_MAX)
+                if dry and self.spec.endswith(".deb") and os.path.isfile(self.spec):
+                    return self.check_deb()
                 found = distro_kernel.resolve(self.spec)
             except (distro_kernel.DistroError, Refused) as e:
                 raise UsageError(f"--kernel {e}")
@@ -106,9 +111,37 @@ class Kernel:
                 self.label = self.release
             if not os.path.isfile(self.image or self.spec) or \
                     not arches.is_kernel_image(self.arch, self.image or self.spec):
-                raise UsageError(f"--kernel {self.spec}: not {arches.image_kind(self.arch)}"
-                                 + (", a linux-image .deb, or an unpacked one" if self.arch == "x86_64" else ""))
+                raise UsageError(self.not_an_image())
             self.image = os.path.realpath(self.image or self.spec)
+
+    def not_an_image(self):
+        return (f"--kernel {self.spec}: not {arches.image_kind(self.arch)}"
+                + (", a linux-image .deb, or an unpacked one" if self.arch == "x86_64" else ""))
+
+    def check_deb(self):
+        """A dry run's --kernel .deb: what check() finds in the unpacked
+        package, read from the package (distro/deb.py)."""
+        self.release, head, cfg = deb.peek_image(self.spec)
+        if head is None or not arches.is_kernel_head(self.arch, head):
+            raise UsageError(self.not_an_image())
+        self.label = self.release
+        self.image = os.path.realpath(self.spec)
+        # Without its config, a run would read the unpacked image's: not here.
+        self.peeked = (cfg, f"{self.spec}: boot/config-{self.release}") if cfg is not None else \
+            (None, f"no boot/config-{self.release} in the package (a run reads the image's own)")
+
+    def tree_problem(self):
+        """Why kernels.sh build-tree would not build this --tree (exit 125,
+        git bisect's skip), or None: said before any work, by a dry run too."""
+        if self.tree is None:
+            return None
+        kb = arches.ARCHES[self.arch]["kbuild"]
+        merge = os.path.join(self.tree, "scripts", "kconfig", "merge_config.sh")
+        if os.path.isfile(os.path.join(self.tree, "Makefile")) and branches.of_tree(self.tree) and \
+                os.path.isdir(os.path.join(self.tree, "arch", kb)) and os.access(merge, os.X_OK):
+            return None
+        return (f"--tree {self.tree}: not a kernel tree (no Makefile with VERSION and PATCHLEVEL, "
+                f"arch/{kb}/ or scripts/kconfig/merge_config.sh); nothing built")
 
     def prepare(self):
         """Build what is missing (flavours, trees); the image path."""
@@ -133,12 +166,16 @@ class Kernel:
         self.image = os.path.realpath(self.image)
         return self.image
 
-    def set_debug(self, spec):
+    def set_debug(self, spec, dry=False):
         """--vmlinux: a vmlinux with debug information, or Debian's
-        linux-image-*-dbg package (.deb or unpacked) holding one."""
+        linux-image-*-dbg package (.deb or unpacked) holding one. dry: a
+        .deb is read, not unpacked."""
+        is_deb = spec.endswith(".deb") and os.path.isfile(spec)
         try:
             check_path_input(spec, DEBUG_MAX)
-            root = distro_kernel.unpack_deb(spec) if spec.endswith(".deb") and os.path.isfile(spec) else spec
+            if dry and is_deb:
+                return self.peek_debug(spec)
+            root = distro_kernel.unpack_deb(spec) if is_deb else spec
         except FileNotFoundError:
             raise UsageError(f"--vmlinux {spec}: no such file")
         except (distro_kernel.DistroError, Refused, OSError) as e:
@@ -156,6 +193,13 @@ class Kernel:
             self.debug = (os.path.realpath(spec), None)
         else:
             raise UsageError(f"--vmlinux {spec}: no such file")
+
+    def peek_debug(self, spec):
+        found = deb.peek_debug(spec, self.release)
+        if not found:
+            raise UsageError(f"--vmlinux {spec}: no usr/lib/debug/boot/vmlinux-{self.release or '*'} in it")
+        # Named, not unpacked: a dry run decodes nothing.
+        self.debug = (f"{spec}: {found}", None)
 
     def vmlinux(self):
         """(vmlinux, modules' debug directory) for this kernel, or (None, None):
@@ -231,6 +275,8 @@ def kernel_config(kernel):
     keeps beside each image it installs (<image>.config; a kernel of the
     user's may have one there too) or in a --tree build's object directory;
     else the config the image carries (CONFIG_IKCONFIG)."""
+    if kernel.peeked is not None:
+        return kernel.peeked
     if kernel.distro_root:
         path = os.path.join(kernel.distro_root, "boot", f"config-{kernel.release}")
         if os.path.isfile(path):

@@ -27,7 +27,8 @@ Kernels and guests:
                     SKIP; lacking a detector (KASAN...), that evidence is blind
   --tree DIR        build the kernel tree in DIR (any state) with krepro's config,
                     objects outside DIR, and run on it; repeatable. Not a kernel
-                    tree or no build: exit 125 and the build log's path
+                    tree: exit 125 before any work (a dry run too); no build:
+                    125 and the build log's path
   --vmlinux PATH    debug information of the one --kernel PATH: its vmlinux, or
                     Debian's linux-image-*-dbg package; reports are decoded with it
   --accel A         tcg | kvm | auto (default tcg; auto uses KVM only after a

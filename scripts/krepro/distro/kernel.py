@@ -27,9 +27,9 @@ import lzma
 import os
 import shutil
 import subprocess
-import tarfile
 
 from ..arches import ARCHES
+from .deb import DistroError, check_deb, parse_config
 from .modules import MODULE_EXT, Modules, closure, implied, mod_name, module_index, option_objects
 from ..paths import TOP, cache, file_sha256
 from ..untrusted import say
@@ -39,58 +39,6 @@ from ..untrusted import say
 GUEST = {"x86_64": ["CONFIG_VIRTIO_PCI", "CONFIG_VIRTIO_CONSOLE"],
          "arm": ["CONFIG_VIRTIO_MMIO", "CONFIG_VIRTIO_CONSOLE"]}
 DISK = ["CONFIG_VIRTIO_BLK"]
-
-
-class DistroError(Exception):
-    pass
-
-
-# What a package may unpack to: a -dbg package is about 5 GB unpacked.
-UNPACKED_MAX = 16 << 30
-MEMBERS_MAX = 200000
-
-
-def check_deb(deb):
-    """A .deb's members read before anything is written (it is input from
-    someone else): each a regular file, a directory or a link, every name
-    and link inside the package's root, their sizes bounded. DistroError
-    says what is wrong with it."""
-    p = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", deb], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
-    try:
-        total = 0
-        with tarfile.open(fileobj=p.stdout, mode="r|") as tar:
-            for n, m in enumerate(tar):
-                why = member_problem(m)
-                total += m.size
-                if why or n >= MEMBERS_MAX or total > UNPACKED_MAX:
-                    raise DistroError(f"{say(deb)}: not unpacked: " + (
-                        why or f"more than {MEMBERS_MAX} members or {UNPACKED_MAX >> 30} GiB"))
-    except tarfile.TarError as e:
-        p.kill()
-        err = p.communicate()[1].decode(errors="replace").strip().splitlines()
-        raise DistroError(f"{say(deb)}: not a Debian package ({say(err[0] if err else e)})")
-    finally:
-        if p.poll() is None:
-            p.kill()
-        p.wait()
-        p.stdout.close()
-        p.stderr.close()
-
-
-def member_problem(m):
-    """Why a package member must not be unpacked, or None."""
-    name = os.path.normpath(m.name)
-    if os.path.isabs(m.name) or name == ".." or name.startswith("../"):
-        return f"member {say(m.name)} leads out of the package"
-    if not (m.isreg() or m.isdir() or m.issym() or m.islnk()):
-        return f"member {say(m.name)} is not a regular file, a directory or a link"
-    if m.issym() or m.islnk():
-        base = os.path.dirname(name) if m.issym() else ""
-        to = os.path.normpath(os.path.join(base, m.linkname))
-        if os.path.isabs(m.linkname) or to == ".." or to.startswith("../"):
-            return f"link {say(m.name)} -> {say(m.linkname)} leads out of the package"
-    return None
 
 
 def unpack_deb(deb):
@@ -167,13 +115,8 @@ def debug_vmlinux(root, release=None):
 
 def read_config(path):
     """{CONFIG_X: value} of a kernel config file."""
-    out = {}
     with open(path, errors="replace") as f:
-        for line in f:
-            k, sep, v = line.strip().partition("=")
-            if sep and k.startswith("CONFIG_"):
-                out[k] = v
-    return out
+        return parse_config(f)
 
 
 def ensure_depmod(root, release):
