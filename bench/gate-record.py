@@ -5,13 +5,15 @@ with this machine's paths taken out: every reproducer's cell on BASE and on
 BASE+SERIES and its change, the lists gate.md gives, and each flipped row's
 culprit search as its bisect.json has it (RESULTS/culprit/<repro>/).
 --series DIR: the series' patch files, so the culprit is named by position."""
-import argparse
 import datetime
 import json
 import os
 import sys
 
 from bisect_records import scrub, summary
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from krepro.options import Parser  # noqa: E402
 
 MACHINE = "2 cores, 24 GiB, Debian 12, QEMU TCG (shared with other work)"
 
@@ -64,7 +66,7 @@ def culprits(results, places, series):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(prog="bench/gate-record.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("results")
     ap.add_argument("out")
     ap.add_argument("--what", required=True)

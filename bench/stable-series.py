@@ -41,13 +41,15 @@ unit's file mentions put the two units in one patch. Names on the changed
 lines of more than GENERIC files (kfree, mutex_lock) couple nothing. The
 units holding a shared header go first, then the others, each by name.
 """
-import argparse
 import collections
 import os
 import re
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from krepro.options import Parser  # noqa: E402
 
 PKG = "linux-source-6.1"
 AUTHOR = {"GIT_AUTHOR_NAME": "krepro stable-series", "GIT_AUTHOR_EMAIL": "krepro@localhost",
@@ -316,15 +318,6 @@ def check(base, series, tip):
     if got != want:
         die(f"git am of the series gives tree {got[:12]}, not the tip's {want[:12]}")
     print(f"stable-series: git am of {len(patches)} patches on the base: the tip's tree, exactly")
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse with krepro's usage error: one line and 128, not 2 (this
-    script stands alone, without krepro's package on its path)."""
-
-    def error(self, message):
-        print(f"{self.prog}: error: {message} (--help for more)", file=sys.stderr)
-        sys.exit(128)
 
 
 def main():

@@ -277,8 +277,10 @@ def scripts(top):
     for sub in ("scripts", "bench"):
         for name in sorted(os.listdir(os.path.join(top, sub))):
             path = os.path.join(top, sub, name)
-            # A library (common.sh, proof_records.py) is sourced or imported, not run.
-            if not os.path.isfile(path) or name in ("common.sh", "proof_records.py") or \
+            # A library is sourced (common.sh) or imported (a .py named as a
+            # module, proof_records.py), not run; scripts are named with hyphens.
+            if not os.path.isfile(path) or name == "common.sh" or \
+                    name.endswith(".py") and name[:-3].isidentifier() or \
                     not (name.endswith((".sh", ".py")) or os.access(path, os.X_OK)):
                 continue
             argv = ["{py}", path] if name.endswith(".py") else [path]
