@@ -34,7 +34,7 @@ import subprocess
 import time
 
 from . import culprit_render
-from .machinery import Build, Machinery, apply_revert, checkout, first_parent_line, git, is_merge
+from .machinery import Build, Machinery, first_parent_line, git, is_merge
 from .record import log
 from .search import DEFAULT_CALIBRATE, Bisect
 from ..protocol import INTERRUPTED, USAGE
@@ -132,13 +132,10 @@ class FixBisect(Bisect):
         """The tip with the fix reverted must FAIL again. The returned
         verdict is the check's, in the regression's words (PASS: checked),
         and "row" is what the reverted kernel's row said."""
-        checkout(self.scratch, self.good)
-        said = apply_revert(self.scratch, self.fix, is_merge(self.tree, self.fix))
-        if said:
-            return {"verdict": "not applied", "step": None,
-                    "why": f"the fix does not revert cleanly on the series' tip ({said})"}
-        st = self.step("revert", self.good, label=f"{self.good[:12]}-revert-{self.fix[:12]}", prepared=True)
-        git(self.scratch, "revert", "--quit", check=False)
+        st = self.reverted_step(self.good, self.fix, is_merge(self.tree, self.fix),
+                                "the fix does not revert cleanly on the series' tip")
+        if st.get("verdict") == "not applied":
+            return st
         if st["verdict"] == "bad":
             return {"verdict": "PASS", "row": "FAIL", "step": st["n"],
                     "why": f"the series' tip with the fix reverted FAILs again ({st['fails']} in {st['runs']} runs)"}

@@ -120,16 +120,23 @@ class CulpritCheck:
             + "".join(f"; {f}" for f in c["flags"]))
         return CLEAN if ok else REPRODUCED
 
+    def reverted_step(self, on, commit, merge, cannot):
+        """A step on commit `on` with `commit` reverted: the step, or a
+        "not applied" check saying `cannot` (and why) when it does not revert."""
+        checkout(self.scratch, on)
+        said = apply_revert(self.scratch, commit, merge)
+        if said:
+            return {"verdict": "not applied", "step": None, "why": f"{cannot} ({said})"}
+        st = self.step("revert", on, label=f"{on[:12]}-revert-{commit[:12]}", prepared=True)
+        git(self.scratch, "revert", "--quit", check=False)
+        return st
+
     def revert_check(self, culprit, merge):
         """BAD with the culprit reverted must PASS at the bisection's miss
         target; the culprit itself FAILed in the search (or is BAD)."""
-        checkout(self.scratch, self.bad)
-        said = apply_revert(self.scratch, culprit, merge)
-        if said:
-            return {"verdict": "not applied", "step": None,
-                    "why": f"the culprit does not revert cleanly on BAD ({said})"}
-        st = self.step("revert", self.bad, label=f"{self.bad[:12]}-revert-{culprit[:12]}", prepared=True)
-        git(self.scratch, "revert", "--quit", check=False)
+        st = self.reverted_step(self.bad, culprit, merge, "the culprit does not revert cleanly on BAD")
+        if st.get("verdict") == "not applied":
+            return st
         if st["verdict"] == "good":
             miss = miss_chance(self.rate, st["clean"])
             return {"verdict": "PASS", "why": f"BAD with the culprit reverted: {st['clean']} clean runs "

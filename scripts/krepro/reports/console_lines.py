@@ -40,19 +40,23 @@ def numbered(raw_lines):
 MAX_LINE = 8 << 10
 
 
+def raw_lines(f):
+    """The lines of a text file opened with universal newlines (open()'s
+    default), one held at a time, each cut to its first MAX_LINE characters
+    (splitlines() also ends a line at a form feed and the like)."""
+    while True:
+        chunk = f.readline(MAX_LINE)
+        if not chunk:
+            return
+        if len(chunk) == MAX_LINE and not chunk.endswith("\n"):
+            while True:
+                rest = f.readline(MAX_LINE)
+                if not rest or rest.endswith("\n"):
+                    break
+        yield from chunk.splitlines()
+
+
 def file_lines(f):
-    """console_lines(f.read()) for a text file opened with universal newlines
-    (open()'s default), holding one line at a time: the same lines, numbered
-    alike (splitlines() also ends a line at a form feed and the like)."""
-    def raw():
-        while True:
-            chunk = f.readline(MAX_LINE)
-            if not chunk:
-                return
-            if len(chunk) == MAX_LINE and not chunk.endswith("\n"):
-                while True:
-                    rest = f.readline(MAX_LINE)
-                    if not rest or rest.endswith("\n"):
-                        break
-            yield from chunk.splitlines()
-    return numbered(raw())
+    """console_lines(f.read()), holding one line at a time: the same lines,
+    numbered alike."""
+    return numbered(raw_lines(f))

@@ -33,7 +33,7 @@ import codecs
 import io
 import re
 
-from .console_lines import MAX_LINE, last_message
+from .console_lines import MAX_LINE, last_message, raw_lines
 # The pieces of text a regex's matches hold, once here: where they are.
 from .needles import hit_lines, offsets
 
@@ -150,23 +150,10 @@ def sources_of(lines):
 
 
 def file_lines(f):
-    """(line number, line) of a log opened as text (universal newlines, as
-    open() does by default), one line held at a time and numbered as
-    console_lines.file_lines() numbers them; a line longer than printk's limit
-    keeps its first MAX_LINE characters."""
-    n = 0
-    while True:
-        chunk = f.readline(MAX_LINE)
-        if not chunk:
-            return
-        if len(chunk) == MAX_LINE and not chunk.endswith("\n"):
-            while True:
-                rest = f.readline(MAX_LINE)
-                if not rest or rest.endswith("\n"):
-                    break
-        for line in chunk.splitlines():
-            n += 1
-            yield n, line
+    """(line number, line) of a log opened as text, one line held at a time
+    and numbered as console_lines.file_lines() numbers them; a line longer
+    than printk's limit keeps its first MAX_LINE characters."""
+    return enumerate(raw_lines(f), 1)
 
 
 BLOCK = 1 << 20
