@@ -5,10 +5,12 @@ with this machine's paths taken out: every reproducer's cell on BASE and on
 BASE+SERIES and its change, the lists gate.md gives, and each flipped row's
 culprit search as its bisect.json has it (RESULTS/culprit/<repro>/); under
 raw, gate.md as written.
---series DIR: the series' patch files, so the culprit is named by position."""
+--series DIR: the series' patch files, so the culprit is named by position;
+--log FILE: what the gate printed, for its kernels' build seconds."""
 import datetime
 import json
 import os
+import re
 import sys
 
 from bisect_records import scrub, summary
@@ -16,6 +18,8 @@ from bisect_records import scrub, summary
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 from krepro.options import Parser  # noqa: E402
 
+# kernels.sh's line for a gate kernel it built.
+BUILT = re.compile(r"^krepro: the (\S+) kernel \(.*\) built in ([0-9]+) s", re.M)
 MACHINE = "2 cores, 24 GiB, Debian 12, QEMU TCG (shared with other work)"
 
 
@@ -74,6 +78,7 @@ def main():
     ap.add_argument("--commit", required=True)
     ap.add_argument("--wall", help="the gate's whole wall time, as timed around it")
     ap.add_argument("--series")
+    ap.add_argument("--log", help="what the gate printed: its kernels' build seconds are taken from it")
     a = ap.parse_args()
     if not os.path.isfile(os.path.join(a.results, "run.json")):
         ap.error(f"{a.results}: no run.json (not a gate's results)")
@@ -88,12 +93,24 @@ def main():
     figures = {"rows": f"{len(rows(run))} reproducers on both kernels",
                "guests": str(len(run["runs"])),
                "comparison wall": minutes(run["started"], run["finished"])}
+    for line in lists(gate_md):
+        head, _, names = line.rpartition(": ")
+        key = head.split()[0].lower()
+        if key in ("regressions", "fixes", "unchanged", "undecided"):
+            figures[key] = names if key in ("regressions", "fixes") else \
+                str(0 if names == "none" else len(names.split(", ")))
     if a.wall:
         figures["wall"] = a.wall
+    if a.log:
+        with open(a.log, errors="replace") as f:
+            built = BUILT.findall(f.read())
+        if built:
+            figures["builds"] = ", ".join(f"{name} {secs} s" for name, secs in built)
     for repro, s in found.items():
-        figures[f"{repro} culprit"] = (f"patch {s['position'] or '?'}, confidence {s['confidence']:.3f}, "
-                                       f"exit {s['exit']}, {s['steps']} steps, {s['guests']} guests, "
-                                       f"{s['wall']}")
+        named = (f"patch {s['position'] or '?'}, confidence {s['confidence']:.3f}"
+                 if s["culprit"] else f"no patch named ({raw[repro].get('stopped') or 'see raw'})")
+        figures[f"{repro} culprit"] = (f"{named}, exit {s['exit']}, {s['steps']} steps, "
+                                       f"{s['guests']} guests, {s['wall']}")
     rec = {"kind": "gate", "date": run["started"][:10], "what": a.what, "machine": MACHINE,
            "commit": a.commit, "figures": figures, "rows": rows(run), "lists": lists(gate_md),
            "culprits": found, "raw_culprits": raw, "raw": gate_md}

@@ -598,7 +598,7 @@ USAGE="usage: kernels.sh tree | series FLAVOUR | build [FLAVOUR...] | stale FLAV
 cmd_clean_bisect() {
 	local d dirs=() h before after
 	machine_lock
-	for d in "$KREPRO_CACHE"/bisect/tree-* "$KREPRO_CACHE"/gate/trees/* "$KREPRO_CACHE"/fixcheck/trees/* \
+	for d in "$KREPRO_CACHE"/bisect/tree-* "$KREPRO_CACHE"/gate/trees/* "$KREPRO_CACHE"/fixcheck/trees/* "$KREPRO_CACHE"/fixcheck/clones/* \
 		"$KREPRO_CACHE"/fixcheck/snapshots/*; do
 		[ -d "$d" ] || continue
 		dirs+=("$d")

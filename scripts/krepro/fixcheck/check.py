@@ -91,7 +91,10 @@ def clone_of(tree):
     else:
         src, ref = snapshot(src, os.path.join(cache(), "fixcheck", "snapshots", h))
         note = f"{tree} is no git tree: its files were committed into {src} (nothing written into it)"
-    clone = os.path.join(cache(), "fixcheck", "trees", h)
+    # Laid out as the flavours' trees are (ROOT/linux-<version>, objects in
+    # ROOT/build/<version>/<arch>: kernels.sh tree_obj), so that ccache
+    # serves the sources the tree shares with them.
+    clone = os.path.join(cache(), "fixcheck", "clones", h, "linux-" + (branches.of_tree(src) or "tree"))
     if not os.path.isdir(os.path.join(clone, ".git")):
         os.makedirs(os.path.dirname(clone), exist_ok=True)
         git(os.path.dirname(clone), "clone", "-q", "--shared", "--no-checkout", src, clone)
