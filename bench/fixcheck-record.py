@@ -4,7 +4,7 @@ of `krepro fixcheck` runs (each DIR a run's --results, holding fixcheck.json),
 with this machine's paths taken out: per reproducer the tree, the three
 answers (the row as it is, whether the fix applies, the row with it), the
 exit status and the wall time from the first guest's start to the last's end
-(the fix's build included)."""
+(the fix's build included); under raw, each run's fixcheck.md."""
 import datetime
 import json
 import os
@@ -43,6 +43,15 @@ def one(d):
             "exit": c["exit"], "seconds": span(d), "notes": c.get("notes")}
 
 
+def same(rows, key, fmt):
+    """One figure for a field: its value when every run has it, else each
+    run's."""
+    vals = {str(r[key]) for r in rows}
+    if len(vals) == 1:
+        return fmt.format(vals.pop()).replace("the fix yes", "the fix applies")
+    return "; ".join(f"{r['repro']}: " + fmt.format(r[key]) for r in rows)
+
+
 def main():
     ap = Parser(prog="bench/fixcheck-record.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
@@ -56,11 +65,20 @@ def main():
     rows = [one(d) for d in a.dirs]
     places = [(os.path.expanduser("~"), "~")] + [(os.path.realpath(d), f"<{os.path.basename(d)}>")
                                                  for d in a.dirs]
-    figures = {f"{r['repro']} ({r['tree']})": f"exit {r['exit']}: as it is {r['as it is']}; "
-               f"fix applies {r['fix applies']}; with it {r['with the fix'] or '-'}; "
-               f"{r['seconds']} s" for r in rows}
+    figures = {k: same(rows, key, fmt) for k, key, fmt in (
+        ("as it is", "as it is", "{}"), ("fix applies", "fix applies", "the fix {}"),
+        ("with the fix", "with the fix", "{}"), ("exit", "exit", "exit {}"))}
+    timed = sorted((r["seconds"], r["repro"]) for r in rows if r["seconds"] is not None)
+    if timed:
+        figures["seconds"] = (f"{timed[0][0]} s ({timed[0][1]})" if len(timed) == 1 else
+                              f"{timed[0][0]} s ({timed[0][1]}) to {timed[-1][0]} s ({timed[-1][1]})")
+    raw = []
+    for d in a.dirs:
+        with open(os.path.join(d, "fixcheck.md"), errors="replace") as f:
+            raw.append(f.read())
     rec = {"kind": "fixcheck", "date": datetime.date.today().isoformat(), "what": a.what,
-           "machine": MACHINE, "commit": a.commit, "figures": figures, "rows": rows}
+           "machine": MACHINE, "commit": a.commit, "figures": figures, "rows": rows,
+           "raw": "\n".join(raw)}
     with open(a.out, "w") as f:
         json.dump(scrub(rec, places), f, indent=1, ensure_ascii=False)
         f.write("\n")

@@ -3,7 +3,8 @@
 [--series DIR]: one record of a gate run (scripts/gate.sh --results RESULTS),
 with this machine's paths taken out: every reproducer's cell on BASE and on
 BASE+SERIES and its change, the lists gate.md gives, and each flipped row's
-culprit search as its bisect.json has it (RESULTS/culprit/<repro>/).
+culprit search as its bisect.json has it (RESULTS/culprit/<repro>/); under
+raw, gate.md as written.
 --series DIR: the series' patch files, so the culprit is named by position."""
 import datetime
 import json
@@ -95,7 +96,7 @@ def main():
                                        f"{s['wall']}")
     rec = {"kind": "gate", "date": run["started"][:10], "what": a.what, "machine": MACHINE,
            "commit": a.commit, "figures": figures, "rows": rows(run), "lists": lists(gate_md),
-           "culprits": found, "raw_culprits": raw}
+           "culprits": found, "raw_culprits": raw, "raw": gate_md}
     with open(a.out, "w") as f:
         json.dump(scrub(rec, places), f, indent=1, ensure_ascii=False)
         f.write("\n")

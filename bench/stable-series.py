@@ -145,8 +145,10 @@ goto if inline int long register restrict return short signed sizeof static stru
 union unsigned void volatile while bool true false NULL defined include ifdef ifndef endif elif
 undef define __init __exit __user __iomem __rcu __must_check asmlinkage noinline
 u8 u16 u32 u64 s8 s16 s32 s64 size_t loff_t""".split())
-# A name on the changed lines of more files than this is everyday vocabulary.
+# A name on the changed lines of more files than this is everyday vocabulary
+# (PLAIN: a name without an underscore).
 GENERIC = 40
+PLAIN = 4
 
 
 def changed_lines(repo, old, new):
@@ -164,10 +166,15 @@ def changed_lines(repo, old, new):
     return by
 
 
-def distinct(name):
-    """A name that says which API it is (copy_vma, sk_use_task_frag), not a
-    member's everyday word (addr, list, node: those couple everything)."""
-    return name not in KEYWORDS and len(name) >= 6 and "_" in name.strip("_")
+def distinct(name, files):
+    """A name that says which API it is, not everyday vocabulary: files is
+    how many files' changed lines hold it. A name with an underscore
+    (copy_vma, sk_use_task_frag) is an API's up to GENERIC files; a plain
+    word up to PLAIN (skbcnt is a member; addr, list and node, on 35 to 39
+    files, would couple everything)."""
+    if name in KEYWORDS or len(name) < 4:
+        return False
+    return files <= (GENERIC if "_" in name.strip("_") else PLAIN)
 
 
 def coupled(nodes, lines):
@@ -195,7 +202,7 @@ def coupled(nodes, lines):
         for l in ls:
             for m in filter(None, (d.match(l) for d in DECLARED)):
                 name = m.group(1)
-                if not distinct(name) or df[name] > GENERIC:
+                if not distinct(name, df[name]):
                     continue
                 for other in who.get(name, ()):
                     parent[root(other)] = root(node_of[f])
