@@ -6,7 +6,7 @@ would (the reproducers' metadata already built), and prints per log its
 size, the reports found, the wall seconds and the peak RSS of the classify
 process. A benchmark: it asserts nothing.
 
-usage: bench/classify-speed.py [--mib N] [--runs R] [--only NAME] [--record NAME] [--keep]
+usage: bench/classify-speed.py [--mib N] [--runs R] [--only NAME] [--against DIR] [--record NAME] [--keep]
 
 The logs:
   sparse-N    N MiB (default 200) of a clean guest's console (a PASS run),
@@ -22,6 +22,10 @@ run's seconds and the largest peak RSS (other work on the machine slows a
 run, never speeds it). The metadata is built before the clock starts
 (KREPRO_NO_BUILD=1 in the runs): classify's own check that it is current
 costs about a second more.
+--against DIR classifies each log with DIR's classify too (another
+checkout, e.g. `git worktree add --detach DIR COMMIT`, its metadata built),
+the two in turn, R times each: NAME-before is DIR's figures, NAME this
+checkout's, under the same load.
 --record NAME writes bench/records/NAME.json (figures and the raw lines).
 The logs are removed afterwards unless --keep.
 """
@@ -63,9 +67,9 @@ def write_log(path, size, every):
     return written
 
 
-def classify(path):
+def classify(path, top=TOP):
     # The metadata is built (main()): the clock is for reading the log.
-    env = dict(os.environ, PYTHONPATH=os.path.join(TOP, "scripts"), KREPRO_NO_BUILD="1")
+    env = dict(os.environ, PYTHONPATH=os.path.join(top, "scripts"), KREPRO_NO_BUILD="1")
     with open(path + ".out", "w+") as out, open(path + ".err", "w+") as err:
         t = time.monotonic()
         p = subprocess.Popen([sys.executable, "-m", "krepro", "classify", "--json", path], env=env,
@@ -86,19 +90,37 @@ def classify(path):
             "peak_rss_mib": round(usage.ru_maxrss / 1024, 1), "stderr": stderr}
 
 
+def summary(tries, written):
+    """One log's figures from its runs: the fastest wall and CPU seconds,
+    the largest peak RSS."""
+    r = min(tries, key=lambda t: t["seconds"])
+    return dict(r, peak_rss_mib=max(t["peak_rss_mib"] for t in tries),
+                all_seconds=[t["seconds"] for t in tries], bytes=written,
+                cpu_seconds=min(t["cpu_seconds"] for t in tries),
+                all_cpu_seconds=[t["cpu_seconds"] for t in tries])
+
+
+def report_line(name, r):
+    line = (f"{name}: {r['bytes'] / (1 << 20):.0f} MiB, {r['reports']} reports, exit {r['exit']}, "
+            f"{r['seconds']} s ({r['cpu_seconds']} s CPU), peak RSS {r['peak_rss_mib']} MiB")
+    return line + (f"\n  stderr: {r['stderr']}" if r["stderr"] else "")
+
+
 def main(argv):
     from krepro.options import Parser
     p = Parser(prog="bench/classify-speed.py", allow_abbrev=False)
     p.add_argument("--mib", type=int, default=200)
     p.add_argument("--runs", type=int, default=2)
     p.add_argument("--only", choices=("sparse", "dense"))
+    p.add_argument("--against", metavar="DIR", help="another checkout to compare with")
     p.add_argument("--record")
     p.add_argument("--conditions", default="", help="what else the machine was doing")
     p.add_argument("--keep", action="store_true")
     o = p.parse_args(argv)
     # The metadata classify matches against, built before the clock starts.
-    subprocess.run(["make", "-C", TOP, "-s", "--no-print-directory", "build"], check=True,
-                   stdout=subprocess.DEVNULL)
+    for top in [TOP] + ([o.against] if o.against else []):
+        subprocess.run(["make", "-C", top, "-s", "--no-print-directory", "build"], check=True,
+                       stdout=subprocess.DEVNULL)
     mib = 1 << 20
     logs = [(f"sparse-{o.mib // 10}", o.mib // 10 * mib, mib), (f"sparse-{o.mib}", o.mib * mib, mib),
             (f"dense-{o.mib}", o.mib * mib, 0)]
@@ -107,31 +129,31 @@ def main(argv):
     for name, size, every in logs:
         path = f"/tmp/krepro-classify-{name}.log"
         written = write_log(path, size, every)
-        tries = [classify(path) for _ in range(max(1, o.runs))]
-        r = min(tries, key=lambda t: t["seconds"])
-        r = dict(r, peak_rss_mib=max(t["peak_rss_mib"] for t in tries),
-                 all_seconds=[t["seconds"] for t in tries], bytes=written)
-        results[name] = r
-        r["cpu_seconds"] = min(t["cpu_seconds"] for t in tries)
-        line = (f"{name}: {written / mib:.0f} MiB, {r['reports']} reports, exit {r['exit']}, "
-                f"{r['seconds']} s ({r['cpu_seconds']} s CPU), peak RSS {r['peak_rss_mib']} MiB")
-        print(line, flush=True)
-        raw.append(line)
-        if r["stderr"]:
-            print(f"  stderr: {r['stderr']}")
+        tops = [(name + "-before", o.against), (name, TOP)] if o.against else [(name, TOP)]
+        tries = {n: [] for n, _ in tops}
+        for _ in range(max(1, o.runs)):
+            for n, top in tops:
+                tries[n].append(classify(path, top))
+        for n, _ in tops:
+            results[n] = summary(tries[n], written)
+            line = report_line(n, results[n])
+            print(line, flush=True)
+            raw.append(line)
         if not o.keep:
             os.unlink(path)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"load average at the end: {load}")
     if o.record:
-        commit = subprocess.run(["git", "-C", TOP, "rev-parse", "--short=12", "HEAD"],
-                                capture_output=True, text=True).stdout.strip() or None
+        commit, against = (subprocess.run(["git", "-C", top, "rev-parse", "--short=12", "HEAD"],
+                                          capture_output=True, text=True).stdout.strip() or None
+                           for top in (TOP, o.against or TOP))
         rec = {"date": datetime.date.today().isoformat(),
                "what": "python3 -m krepro classify --json on console logs made of krepro's own guest "
                        "consoles (bench/classify-speed.py): wall seconds and the classify process's "
                        "peak RSS",
-               "machine": "2 cores, 24 GiB, Debian 12",
+               "machine": f"2 cores, 24 GiB, Debian 12; load average {load} at the end",
                "commit": commit,
+               **({"against_commit": against} if o.against else {}),
                "conditions": f"{o.conditions + '; ' if o.conditions else ''}load average {load} at the end; "
                              "other work may have shared the cores",
                "command": "bench/classify-speed.py " + " ".join(argv),

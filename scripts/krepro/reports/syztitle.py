@@ -225,6 +225,10 @@ TITLE_MAX = 120
 def sanitize(text):
     """A title as syzkaller keeps it: addresses, numbers, line numbers and
     executor names replaced, control characters dropped, spaces single."""
+    return _short_sanitized(text) if len(text) <= TITLE_MAX * 2 else _sanitized(text)
+
+
+def _sanitized(text):
     for pat, repl in VARYING:
         while True:
             new = pat.sub(repl, text)
@@ -233,3 +237,8 @@ def sanitize(text):
             text = new
     text = "".join(c for c in text[:TITLE_MAX].replace("\t", " ") if " " <= c < "\x7f")
     return re.sub(r"  +", " ", text).strip()
+
+
+# A log's reports repeat their titles, each a score of regex passes: a
+# short one is sanitized once (bounded, in titles and their length).
+_short_sanitized = functools.lru_cache(maxsize=1024)(_sanitized)

@@ -2,6 +2,7 @@
 frames, the reliable frames of the crashing task (TraceReader: what a
 signature's frame must match), and the culprit (the first function that is
 not reporting machinery), as syzbot names a report."""
+import functools
 import re
 
 # Frames, in the order a line names them: x86 "func+0x1c/0x40", "RIP:
@@ -13,9 +14,22 @@ FRAME = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\+0x[0-9a-f]+/0x[0-9a-f]+"
 
 
 def line_frames(line):
-    """The functions a console line names as trace frames, in order."""
+    """The functions a console line names as trace frames, in order (a
+    tuple, shared: not to be changed)."""
+    return _short_line_frames(line) if len(line) <= SHORT else _line_frames(line)
+
+
+def _line_frames(line):
     # Each group, when it took part, holds a name: the first that did is it.
-    return [m[1] or m[2] or m[3] for m in FRAME.finditer(line)]
+    return tuple(m[1] or m[2] or m[3] for m in FRAME.finditer(line))
+
+
+# A log prints the same frame lines over and over (every report of one
+# kernel goes through the same functions at the same offsets), and FRAME
+# tries each place in a line: a short line's frames are found once. The
+# cache is bounded, in lines and their length, whatever the log.
+SHORT = 256
+_short_line_frames = functools.lru_cache(maxsize=2048)(_line_frames)
 
 
 # The reporting machinery: functions that print, check, trap, lock, wait,
