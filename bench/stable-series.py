@@ -37,9 +37,10 @@ culprit search of such a series found no step near the middle that built).
 Upstream's commits never leave that state, so units are coupled the way a
 commit couples them: a changed header's declared names (a #define, a
 function or a member, an enum constant) that a changed line of another
-unit's file mentions put the two units in one patch. Names on the changed
-lines of more than GENERIC files (kfree, mutex_lock) couple nothing. The
-units holding a shared header go first, then the others, each by name.
+unit's file mentions put the two units in one patch. A name written more
+than RARE times in the newer tree's include/ (addr, kfree, mutex_lock) is
+vocabulary and couples nothing. The units holding a shared header go
+first, then the others, each by name.
 """
 import collections
 import os
@@ -145,10 +146,9 @@ goto if inline int long register restrict return short signed sizeof static stru
 union unsigned void volatile while bool true false NULL defined include ifdef ifndef endif elif
 undef define __init __exit __user __iomem __rcu __must_check asmlinkage noinline
 u8 u16 u32 u64 s8 s16 s32 s64 size_t loff_t""".split())
-# A name on the changed lines of more files than this is everyday vocabulary
-# (PLAIN: a name without an underscore).
-GENERIC = 40
-PLAIN = 4
+# A name written more often than this in the newer tree's include/ is
+# everyday vocabulary (addr, list, kfree, mutex_lock), not one API's.
+RARE = 50
 
 
 def changed_lines(repo, old, new):
@@ -166,28 +166,36 @@ def changed_lines(repo, old, new):
     return by
 
 
-def distinct(name, files):
-    """A name that says which API it is, not everyday vocabulary: files is
-    how many files' changed lines hold it. A name with an underscore
-    (copy_vma, sk_use_task_frag) is an API's up to GENERIC files; a plain
-    word up to PLAIN (skbcnt is a member; addr, list and node, on 35 to 39
-    files, would couple everything)."""
-    if name in KEYWORDS or len(name) < 4:
-        return False
-    return files <= (GENERIC if "_" in name.strip("_") else PLAIN)
+def declared(lines):
+    """{header: the names its changed lines declare}."""
+    out = {}
+    for f, ls in lines.items():
+        if f.endswith(".h"):
+            out[f] = {m.group(1) for l in ls for m in filter(None, (d.match(l) for d in DECLARED))
+                      if m.group(1) not in KEYWORDS and len(m.group(1)) >= 4}
+    return out
 
 
-def coupled(nodes, lines):
+def rare(repo, new, names):
+    """The names written at most RARE times in include/ at commit new (its
+    headers are where the kernel's vocabulary is said; the whole tree would
+    take minutes to count)."""
+    listed = sh("git", "-C", repo, "ls-tree", "-r", "--object-only", new, "--", "include/")
+    p = subprocess.run(["git", "-C", repo, "cat-file", "--batch"], input=listed, capture_output=True,
+                       text=True, errors="replace")
+    seen = collections.Counter(w for w in WORD.findall(p.stdout) if w in names)
+    return {n for n in names if seen[n] <= RARE}
+
+
+def coupled(nodes, lines, distinct):
     """nodes: {name: files}; the connected units, each [names]: a node whose
-    changed header declares a name that a changed line of another node's file
-    mentions is in one unit with it."""
-    mentions = {f: set(WORD.findall(" ".join(ls))) - KEYWORDS for f, ls in lines.items()}
-    df = collections.Counter(w for ws in mentions.values() for w in ws)
+    changed header declares a name in `distinct` that a changed line of
+    another node's file mentions is in one unit with it."""
     node_of = {f: n for n, fs in nodes.items() for f in fs}
     who = collections.defaultdict(set)             # name -> nodes mentioning it
-    for f, ws in mentions.items():
-        for w in ws:
-            if df[w] <= GENERIC and f in node_of:
+    for f, ls in lines.items():
+        if f in node_of:
+            for w in set(WORD.findall(" ".join(ls))) & distinct:
                 who[w].add(node_of[f])
     parent = {n: n for n in nodes}
 
@@ -196,15 +204,10 @@ def coupled(nodes, lines):
             parent[n] = parent[parent[n]]
             n = parent[n]
         return n
-    for f, ls in lines.items():
-        if not f.endswith(".h") or f not in node_of:
-            continue
-        for l in ls:
-            for m in filter(None, (d.match(l) for d in DECLARED)):
-                name = m.group(1)
-                if not distinct(name, df[name]):
-                    continue
-                for other in who.get(name, ()):
+    for f, names in declared(lines).items():
+        for name in names & distinct:
+            for other in who.get(name, ()):
+                if f in node_of:
                     parent[root(other)] = root(node_of[f])
     units = collections.defaultdict(list)
     for n in sorted(nodes):
@@ -229,7 +232,9 @@ def split(repo, old, new):
         else:
             nodes[group_of(f)].append(f)
     units = []
-    for names in coupled(nodes, changed_lines(repo, old, new)):
+    lines = changed_lines(repo, old, new)
+    names = set().union(*declared(lines).values()) if lines else set()
+    for names in coupled(nodes, lines, rare(repo, new, names)):
         groups = [n for n in names if n not in shared]
         label = ", ".join(groups[:3]) + (f" and {len(groups) - 3} more" if len(groups) > 3 else "")
         if not groups:
