@@ -32,24 +32,35 @@ def span(d):
     return round((t[1] - t[0]).total_seconds())
 
 
+def applies_said(applies):
+    if applies.get("ok"):
+        return "applies"
+    if (applies.get("why") or "").startswith("it is in the tree already"):
+        return "is in already (applies in reverse)"
+    return "does not apply"
+
+
 def one(d):
     with open(os.path.join(d, "fixcheck.json")) as f:
         c = json.load(f)
     applies = c.get("applies") or {}
     return {"repro": c["repro"], "arch": c["arch"], "branch": c["branch"], "tree": c["tree"],
             "as it is": (c.get("as_is") or {}).get("cell"),
-            "fix applies": "yes" if applies.get("ok") else f"no: {applies.get('why')}",
+            "fix applies": applies_said(applies),
+            "why it does not apply": None if applies.get("ok") else applies.get("why"),
             "with the fix": (c.get("with_fix") or {}).get("cell"),
             "exit": c["exit"], "seconds": span(d), "notes": c.get("notes")}
 
 
 def same(rows, key, fmt):
     """One figure for a field: its value when every run has it, else each
-    run's."""
-    vals = {str(r[key]) for r in rows}
-    if len(vals) == 1:
-        return fmt.format(vals.pop()).replace("the fix yes", "the fix applies")
-    return "; ".join(f"{r['repro']}: " + fmt.format(r[key]) for r in rows)
+    value with the reproducers that had it."""
+    by = {}
+    for r in rows:
+        by.setdefault("-" if r[key] is None else str(r[key]), []).append(r["repro"])
+    if len(by) == 1:
+        return fmt.format(next(iter(by)))
+    return "; ".join(fmt.format(v) + f": {', '.join(names)}" for v, names in by.items())
 
 
 def main():
@@ -58,13 +69,16 @@ def main():
     ap.add_argument("dirs", nargs="+")
     ap.add_argument("--what", required=True)
     ap.add_argument("--commit", required=True)
+    ap.add_argument("--place", action="append", default=[], metavar="PATH=NAME",
+                    help="write PATH (a tree, a checkout of krepro) as NAME")
     a = ap.parse_args()
     for d in a.dirs:
         if not os.path.isfile(os.path.join(d, "fixcheck.json")):
             ap.error(f"{d}: no fixcheck.json (not a fixcheck's results)")
     rows = [one(d) for d in a.dirs]
-    places = [(os.path.expanduser("~"), "~")] + [(os.path.realpath(d), f"<{os.path.basename(d)}>")
-                                                 for d in a.dirs]
+    places = [tuple(p.split("=", 1)) for p in a.place if "=" in p]
+    places += [(os.path.realpath(d), f"<{os.path.basename(d)}>") for d in a.dirs]
+    places += [(os.path.expanduser("~"), "~")]
     figures = {k: same(rows, key, fmt) for k, key, fmt in (
         ("as it is", "as it is", "{}"), ("fix applies", "fix applies", "the fix {}"),
         ("with the fix", "with the fix", "{}"), ("exit", "exit", "exit {}"))}
