@@ -90,7 +90,7 @@ def main():
     if a.series:
         places.insert(0, (os.path.realpath(a.series), "<series>"))
     found, raw = culprits(a.results, places, a.series)
-    figures = {"rows": f"{len(rows(run))} reproducers on both kernels",
+    figures = {"rows": f"reproducers on both kernels: {len(rows(run))}",
                "guests": str(len(run["runs"])),
                "comparison wall": minutes(run["started"], run["finished"])}
     for line in lists(gate_md):
