@@ -11,10 +11,9 @@ import statistics
 import subprocess
 import sys
 
-from bisect_records import scrub, summary
+from run_records import MACHINE, scrub, summary
 
 
-MACHINE = "2 cores, 24 GiB, Debian 12, QEMU TCG (shared with other work)"
 
 
 def figures(runs):

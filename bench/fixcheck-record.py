@@ -10,12 +10,11 @@ import json
 import os
 import sys
 
-from bisect_records import scrub
+from run_records import MACHINE, write
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 from krepro.options import Parser  # noqa: E402
 
-MACHINE = "2 cores, 24 GiB, Debian 12, QEMU TCG (shared with other work)"
 
 
 def span(d):
@@ -93,10 +92,7 @@ def main():
     rec = {"kind": "fixcheck", "date": datetime.date.today().isoformat(), "what": a.what,
            "machine": MACHINE, "commit": a.commit, "figures": figures, "rows": rows,
            "raw": "\n".join(raw)}
-    with open(a.out, "w") as f:
-        json.dump(scrub(rec, places), f, indent=1, ensure_ascii=False)
-        f.write("\n")
-    print(json.dumps(figures, indent=1, ensure_ascii=False))
+    write(a.out, rec, places)
 
 
 if __name__ == "__main__":

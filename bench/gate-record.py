@@ -13,14 +13,13 @@ import os
 import re
 import sys
 
-from bisect_records import scrub, summary
+from run_records import MACHINE, scrub, summary, write
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 from krepro.options import Parser  # noqa: E402
 
 # kernels.sh's line for a gate kernel it built.
 BUILT = re.compile(r"^krepro: the (\S+) kernel \(.*\) built in ([0-9]+) s", re.M)
-MACHINE = "2 cores, 24 GiB, Debian 12, QEMU TCG (shared with other work)"
 
 
 def minutes(a, b):
@@ -114,10 +113,7 @@ def main():
     rec = {"kind": "gate", "date": run["started"][:10], "what": a.what, "machine": MACHINE,
            "commit": a.commit, "figures": figures, "rows": rows(run), "lists": lists(gate_md),
            "culprits": found, "raw_culprits": raw, "raw": gate_md}
-    with open(a.out, "w") as f:
-        json.dump(scrub(rec, places), f, indent=1, ensure_ascii=False)
-        f.write("\n")
-    print(json.dumps(figures, indent=1, ensure_ascii=False))
+    write(a.out, rec, places)
 
 
 if __name__ == "__main__":

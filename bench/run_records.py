@@ -1,5 +1,9 @@
-"""What bench's records keep of a krepro bisect (its bisect.json): this
-machine's paths taken out, and a line of what the docs state."""
+"""What bench's records keep of krepro's runs (a bisect.json, a gate's or a
+fixcheck's results): this machine's paths taken out, a bisection's line of
+what the docs state, and the record written."""
+import json
+
+MACHINE = "2 cores, 24 GiB, Debian 12, QEMU TCG (shared with other work)"
 
 
 def scrub(v, places):
@@ -22,3 +26,11 @@ def summary(d):
             "confidence": d.get("confidence"), "steps": len(d["steps"]), "guests": guests,
             "build_seconds": round(sum(s.get("build_seconds") or 0 for s in d["steps"]), 1),
             "started": d["started"], "finished": d["finished"]}
+
+
+def write(out, rec, places):
+    """The record, paths scrubbed, to out; its figures to stdout."""
+    with open(out, "w") as f:
+        json.dump(scrub(rec, places), f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print(json.dumps(rec["figures"], indent=1, ensure_ascii=False))
