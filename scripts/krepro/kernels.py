@@ -306,8 +306,7 @@ def ikconfig(kernel, image):
     if not x:
         return None, "no scripts/extract-ikconfig (kernels.sh tree installs one)"
     p = subprocess.run([x, image], capture_output=True, text=True)
-    cfg = dict(line.split("=", 1) for line in p.stdout.splitlines()
-               if line.startswith("CONFIG_") and "=" in line) if p.returncode == 0 else {}
+    cfg = distro_kernel.parse_config(p.stdout.splitlines()) if p.returncode == 0 else {}
     if not cfg:
         return None, "it carries no config (CONFIG_IKCONFIG)"
     return cfg, "CONFIG_IKCONFIG"
