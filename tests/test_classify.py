@@ -255,6 +255,9 @@ HEADERS = (
      ('RCU', 'INFO: rcu detected stall', 'INFO: rcu detected stall in corrupted')),
     ('rcu: INFO: rcu_preempt detected expedited stalls on CPUs/tasks: { 1-... } 21 jiffies s: 1 root: 0x1/.',
      ('RCU', 'INFO: rcu detected expedited stall', 'INFO: rcu detected stall in corrupted')),
+    # 2.6-3.x kernels named the RCU flavour's state structure
+    ('INFO: rcu_sched_state detected stall on CPU 0 (t=105060 jiffies)',
+     ('RCU', 'INFO: rcu detected stall', 'INFO: rcu detected stall in corrupted')),
     ('unregister_netdevice: waiting for lo to become free. Usage count = 2',
      ('NETDEV', 'unregister_netdevice: waiting for lo to become free', 'unregister_netdevice: waiting for DEV to become free')),
     ('Kernel panic - not syncing: stack-protector: Kernel stack is corrupted in: victim_fn+0x1/0x2',
@@ -358,6 +361,20 @@ class Golden(unittest.TestCase):
                             "t login: [   13.000000] INFO: trying to register non-static key.\n")
         self.assertEqual([x["title"] for x in r], ["KASAN: slab-out-of-bounds in foo",
                                                    "INFO: trying to register non-static key"])
+
+    def test_whole_second_timestamps_are_stripped(self):
+        r = console.classify("[  240.] INFO: task kworker:64 blocked for more than 120 seconds.\n")
+        self.assertEqual(r[0]["title"], "INFO: task hung (kworker)")
+
+    def test_slub_banner_inside_an_older_kasan_report_ends_nothing(self):
+        # 4.x KASan printed SLUB's object dump, opened by slab_bug()'s rule
+        # of 77 "=", inside its own report: one crash, not a second at the
+        # dump's "INFO: Allocated in".
+        text = "\n".join(["=" * 66, "BUG: KASan: use after free in foo+0x2c9/0x340 at addr ffff880d59947040",
+                          "Read of size 8 by task ksoftirqd/2/15", "=" * 77,
+                          "BUG kmalloc-64 (Tainted: G    B): kasan: bad access detected", "-" * 77, "",
+                          "INFO: Allocated in bar+0xb3/0x350 age=14759 cpu=5 pid=27", "=" * 66]) + "\n"
+        self.assertEqual(len(console.crashes(text)), 1)
 
     def test_quoted_report_does_not_match(self):
         self.assertEqual(console.classify("# kernel report after the mark: BUG: KASAN: x in y\n"), [])

@@ -139,7 +139,8 @@ class Wrappings(unittest.TestCase):
                        "2024-06-11T08:31:55.204118+02:00 bbb kernel: [  812.331021] " + want,
                        "<3>[  12.000001] " + want, "[Tue Jan 14 21:40:09 2025] [ T8815] " + want,
                        "[  123.456789][   C1] " + want, "[  +0.000123] " + want, "[Jan14 21:40] " + want,
-                       "kern  :err   : [  12.5] " + want, "> > " + want, want + "\r"]:
+                       "kern  :err   : [  12.5] " + want, "> > " + want, want + "\r",
+                       "[  240.] " + want, "        [  797.730264] " + want]:
             self.assertEqual(logtext.plain(pasted), want, pasted)
 
     def test_decoded_frames_read_as_frames_with_their_source(self):

@@ -3,9 +3,10 @@ the last message of a line the console merged, and a file read one bounded
 line at a time (reports/console.py finds the reports in them)."""
 import re
 
-# The printk timestamp, and the caller id ("[ T1234]", "[    C0]") a kernel
+# The printk timestamp (a paste may cut it to whole seconds, "[  240.]"),
+# and the caller id ("[ T1234]", "[    C0]") a kernel
 # with CONFIG_PRINTK_CALLER prints after it.
-TIMESTAMP = re.compile(r"^\[\s*[0-9]+\.[0-9]+\](\[ *[TC][0-9]+\])?\s?")
+TIMESTAMP = re.compile(r"^\[\s*[0-9]+\.[0-9]*\](\[ *[TC][0-9]+\])?\s?")
 
 
 def console_lines(text):

@@ -43,13 +43,13 @@ from .needles import hit_lines, offsets
 # The month is the locale's: "Nov", "июл", "déc.", "11月".
 _DAY = r"(?:[^\W\d_]{2,5}\.?|[ 0-9]?[0-9]月) [ 0-3]?[0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
 _ISO = r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
-_MONO = r"\[ *[0-9]+\.[0-9]+\]"
+_MONO = r"\[ *[0-9]+\.[0-9]*\]"
 _SYSLOG = rf"(?:<[0-9]+>)?(?:{_DAY}|{_ISO}|{_MONO}) (?:[^ ]+ )?kernel: ?"
 # dmesg -x, dmesg -r / /proc/kmsg, /dev/kmsg
 _LEVEL = (r"(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7]) *:"
           r"(?:emerg|alert|crit|err|warn|notice|info|debug) *: |<[0-7]>|[0-9]+,[0-9]+,[0-9]+,[^;]*;")
 # The timestamp: printk's own, dmesg -T, dmesg -H/-d, dmesg --time-format iso
-_STAMP = (r"\[ *\+?[0-9]+\.[0-9]+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]?[0-9] [0-9:]{8} [0-9]{4}\]"
+_STAMP = (r"\[ *\+?[0-9]+\.[0-9]*\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]?[0-9] [0-9:]{8} [0-9]{4}\]"
           r"|\[[A-Z][a-z]{2}[ 0-3]?[0-9] [0-9]{2}:[0-9]{2}\]|\[ *\+? *[0-9]+\.[0-9]+ *<[^>]*>\]"
           rf"|{_ISO}")
 _CALLER = r"\[ *[TC][0-9]+\]"
@@ -62,7 +62,7 @@ _VENDOR = (r"\[pid:[0-9]+,cpu[0-9]+,[^\]]*\]|\[ *[0-9]+: *[^\]]*: *[0-9]+\]|\([0
 # Blanks before it all: a markdown code block's indent (before a timestamp
 # or a level), or journalctl's under a message's first line for its next
 # ones (16 or more: as wide as the prefix it has no copy of).
-_BLANKS = r"(?:[ \t]+(?=\[ *\+?[0-9]+\.[0-9]+\]|<[0-7]>\[)| {16,}(?=[^ ]))"
+_BLANKS = r"(?:[ \t]+(?=\[ *\+?[0-9]+\.[0-9]*\]|<[0-7]>\[)| {16,}(?=[^ ]))"
 WRAPPING = re.compile(rf"^(?:> ?)*{_BLANKS}?(?:{_SYSLOG})?(?:{_LEVEL})?(?:(?:{_STAMP}) ?)?(?:{_CALLER} ?)?"
                       rf"(?:(?:{_VENDOR}) ?)?")
 
@@ -88,7 +88,7 @@ PLACEHOLDER = "+0x0/0x0"
 
 
 # Most lines of a console log: printk's timestamp and the message.
-CONSOLE_STAMP = re.compile(r"\[ *[0-9]+\.[0-9]+\] ?")
+CONSOLE_STAMP = re.compile(r"\[ *[0-9]+\.[0-9]*\] ?")
 
 
 def unwrap(line):

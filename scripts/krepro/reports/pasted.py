@@ -40,7 +40,7 @@ FENCE_TAG = re.compile(r"^[A-Za-z0-9_+.-]*\s*$")
 # wrapped it: a timestamped message as long as a wrapped line is (clients
 # wrap at 72 to 80 columns).
 QUOTE = re.compile(r"^(?:> ?)+")
-STAMPED = re.compile(r"(?:<[0-7]>)?\[ *[0-9]+\.[0-9]+\]")
+STAMPED = re.compile(r"(?:<[0-7]>)?\[ *[0-9]+\.[0-9]*\]")
 WRAP_MIN, WRAP_MAX = 72, 80
 # The first characters of a line pieces() may change, and of a quote.
 PLAIN_NOT = frozenset(" `~OPEHSRUMTWF>")
