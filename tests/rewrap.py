@@ -128,6 +128,25 @@ WRAPPINGS = {
     "journalctl-localized-month": lambda lines: [
         f"{LOCAL_MONTHS[i % len(LOCAL_MONTHS)]} 13 08:58:21 host kernel: " + message(l)
         for i, l in enumerate(lines)],
+    # A vendor's CPU after the timestamp, inside it ("@0") or after it ("[0]").
+    "stamp-at-cpu": per_line(lambda l: (STAMP.match(l).group(0).rstrip()[:-1] + "@1] " + message(l)
+                                        if STAMP.match(l) else l)),
+    "logread-cpu": per_line(lambda l: ("Feb 25 20:33:54 fritz kern.warn kernel: "
+                                       + (STAMP.match(l).group(0).rstrip() + "[0]" + message(l)
+                                          if STAMP.match(l) else l))),
+    # dmesg -H under a locale with a decimal comma, its minute heading first.
+    "dmesg-H-comma": lambda lines: ["[30. Jul 08:55] " + message(lines[0])]
+    + ["[  +0,000004] " + message(l) for l in lines[1:]],
+    # syslog relaying /dev/kmsg's records, no program tag.
+    "syslog-kmsg": per_line(lambda l: "May 21 20:00:40 x 4,2903,86997972896,-;" + message(l)),
+    # Android's last_kmsg: uptime, level and wall clock before each line.
+    "last-kmsg": per_line(lambda l: "  1276.705430:   <4> (01-28 07:22:33.304698634) " + message(l)),
+    # syslogd's messages to terminals, in a markdown indent: each line
+    # " kernel:" and the message, a wall heading before the emergency ones
+    # (here every 40th line).
+    "wall-indented": lambda lines: [x for i, l in enumerate(lines) for x in
+                                    (["    Message from syslogd@host at Sep  2 17:29:12 ..."] if i % 40 == 0 else [])
+                                    + ["     kernel:" + message(l)]],
 }
 
 

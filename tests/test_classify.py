@@ -255,6 +255,11 @@ HEADERS = (
      ('RCU', 'INFO: rcu detected stall', 'INFO: rcu detected stall in corrupted')),
     ('rcu: INFO: rcu_preempt detected expedited stalls on CPUs/tasks: { 1-... } 21 jiffies s: 1 root: 0x1/.',
      ('RCU', 'INFO: rcu detected expedited stall', 'INFO: rcu detected stall in corrupted')),
+    # 2.6 x86_64: the address, then RIP, and the Oops count without its "#"
+    ('Unable to handle kernel NULL pointer dereference at 0000000000000000 RIP: ',
+     ('BUG', 'Unable to handle kernel NULL pointer dereference',
+      'BUG: unable to handle kernel NULL pointer dereference in corrupted')),
+    ('Oops: 0010 [1] SMP ', ('OOPS', 'Oops', 'Oops in corrupted')),
     # 2.6-3.x kernels named the RCU flavour's state structure
     ('INFO: rcu_sched_state detected stall on CPU 0 (t=105060 jiffies)',
      ('RCU', 'INFO: rcu detected stall', 'INFO: rcu detected stall in corrupted')),

@@ -140,7 +140,11 @@ class Wrappings(unittest.TestCase):
                        "<3>[  12.000001] " + want, "[Tue Jan 14 21:40:09 2025] [ T8815] " + want,
                        "[  123.456789][   C1] " + want, "[  +0.000123] " + want, "[Jan14 21:40] " + want,
                        "kern  :err   : [  12.5] " + want, "> > " + want, want + "\r",
-                       "[  240.] " + want, "        [  797.730264] " + want]:
+                       "[  240.] " + want, "        [  797.730264] " + want, "[    7.910564@0] " + want,
+                       "[  +0,000004] " + want, "[30. Jul 08:55] " + want, "          kernel:" + want,
+                       "May 21 20:00:40 x 3,2903,86997972896,-;" + want,
+                       "Feb 25 20:33:54 fritz kern.warn kernel: [  183.060000][0]" + want,
+                       "  1276.725940:   <0> (01-28 07:22:33.325209103) " + want]:
             self.assertEqual(logtext.plain(pasted), want, pasted)
 
     def test_decoded_frames_read_as_frames_with_their_source(self):

@@ -16,7 +16,7 @@ def console_lines(text):
 
 # A timestamp inside a line: the console merged two messages ("login: [
 # 16.3] INFO: ...", a line cut short and the next); the last message counts.
-INNER_STAMP = re.compile(r"\[ *[0-9]+\.[0-9]{6}\](\[ *[TC][0-9]+\])? ?|^[^ ]+ login: ")
+INNER_STAMP = re.compile(r"\[ *[0-9]+\.[0-9]{6}\](\[ *[TC]?[0-9]+\])? ?|^[^ ]+ login: ")
 
 
 def last_message(line):

@@ -39,20 +39,30 @@ from .needles import hit_lines, offsets
 
 # journalctl -o short / short-precise: "Nov 13 08:58:21[.123456] "; RFC 3164
 # syslog the same; ISO: "2023-11-13T08:58:21[.123456][+00:00|Z] ";
-# short-monotonic: "[ 1234.567890] ". Then an optional host, "kernel:".
+# short-monotonic: "[ 1234.567890] ". Then an optional host, a facility.level
+# (OpenWrt's logread, syslog's "%syslogpriority-text%"), "kernel:" (or,
+# where syslog relays /dev/kmsg's records, the record: "4,1676,...,-;").
+# syslogd's wall message to terminals: " kernel:" alone.
 # The month is the locale's: "Nov", "июл", "déc.", "11月".
 _DAY = r"(?:[^\W\d_]{2,5}\.?|[ 0-9]?[0-9]月) [ 0-3]?[0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
 _ISO = r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
 _MONO = r"\[ *[0-9]+\.[0-9]*\]"
-_SYSLOG = rf"(?:<[0-9]+>)?(?:{_DAY}|{_ISO}|{_MONO}) (?:[^ ]+ )?kernel: ?"
+_KMSG = r"[0-9]+,[0-9]+,[0-9]+,[^;]*;"
+_SYSLOG = (rf"(?:<[0-9]+>)?(?:{_DAY}|{_ISO}|{_MONO}) (?:[^ ]+ )?(?:[a-z0-9]+\.[a-z]+ )?(?:kernel: ?|(?={_KMSG}))"
+           r"|[ \t]*kernel: ?")
 # dmesg -x, dmesg -r / /proc/kmsg, /dev/kmsg
 _LEVEL = (r"(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7]) *:"
-          r"(?:emerg|alert|crit|err|warn|notice|info|debug) *: |<[0-7]>|[0-9]+,[0-9]+,[0-9]+,[^;]*;")
-# The timestamp: printk's own, dmesg -T, dmesg -H/-d, dmesg --time-format iso
-_STAMP = (r"\[ *\+?[0-9]+\.[0-9]*\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]?[0-9] [0-9:]{8} [0-9]{4}\]"
-          r"|\[[A-Z][a-z]{2}[ 0-3]?[0-9] [0-9]{2}:[0-9]{2}\]|\[ *\+? *[0-9]+\.[0-9]+ *<[^>]*>\]"
+          rf"(?:emerg|alert|crit|err|warn|notice|info|debug) *: |<[0-7]>|{_KMSG}")
+# The timestamp: printk's own (a vendor's CPU after it, "@0"; a locale's
+# decimal comma), dmesg -T, dmesg -H/-d (its minute headings in the
+# locale's words: "[Jan14 21:40]", "[30. Jul 08:55]"), dmesg --time-format
+# iso, Android's last_kmsg ("1276.705430:   <1> (01-28 07:22:33.304698634)").
+_STAMP = (r"\[ *\+?[0-9]+[.,][0-9]*(?:@[0-9]+)?\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]?[0-9] [0-9:]{8} [0-9]{4}\]"
+          r"|\[[^\[\]]{3,16} [0-9]{2}:[0-9]{2}\]|\[ *\+? *[0-9]+\.[0-9]+ *<[^>]*>\]"
+          r"|[0-9]+\.[0-9]{6}: +(?:<[0-7]> +)?\([0-9]{2}-[0-9]{2} [0-9:.]+\)"
           rf"|{_ISO}")
-_CALLER = r"\[ *[TC][0-9]+\]"
+# The printk caller id, or a vendor's bare CPU number ("[0]").
+_CALLER = r"\[ *[TC]?[0-9]+\]"
 # After the timestamp, vendor kernels' own: "[pid:123,cpu1,comm]" (HiSilicon),
 # "[0:   swapper:    0]" (Samsung), "(0)[123:comm]" (MediaTek), "c0 1
 # (swapper/0)" and "c1 " (older Android kernels' CPU, pid and comm); crash's
@@ -62,7 +72,7 @@ _VENDOR = (r"\[pid:[0-9]+,cpu[0-9]+,[^\]]*\]|\[ *[0-9]+: *[^\]]*: *[0-9]+\]|\([0
 # Blanks before it all: a markdown code block's indent (before a timestamp
 # or a level), or journalctl's under a message's first line for its next
 # ones (16 or more: as wide as the prefix it has no copy of).
-_BLANKS = r"(?:[ \t]+(?=\[ *\+?[0-9]+\.[0-9]*\]|<[0-7]>\[)| {16,}(?=[^ ]))"
+_BLANKS = r"(?:[ \t]+(?=\[ *\+?[0-9]+[.,][0-9]*|<[0-7]>\[|[0-9]+\.[0-9]{6}: )| {16,}(?=[^ ]))"
 WRAPPING = re.compile(rf"^(?:> ?)*{_BLANKS}?(?:{_SYSLOG})?(?:{_LEVEL})?(?:(?:{_STAMP}) ?)?(?:{_CALLER} ?)?"
                       rf"(?:(?:{_VENDOR}) ?)?")
 

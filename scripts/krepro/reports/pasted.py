@@ -35,6 +35,9 @@ VERBOSE_HEAD = re.compile(r"^[A-Z][a-z]{2} [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:.]+ [
 # Lines no kernel printed: pstore's part headers; after a markdown fence's
 # ticks, its language ("```text") or nothing.
 NOISE = re.compile(r"^(?:Oops|Panic|Emergency|Shutdown|Halt|Poweroff|Restart|Unknown)#[0-9]+ Part[0-9]+$")
+# syslogd's and wall's heading before a message sent to terminals (its
+# message follows: " kernel:BUG: soft lockup ..."), perhaps indented.
+WALL = re.compile(r"^\s*(?:Broadcast message|Message) from [^ ]+@")
 FENCE_TAG = re.compile(r"^[A-Za-z0-9_+.-]*\s*$")
 # A mail's quote, and what a quoted line must be for its client to have
 # wrapped it: a timestamped message as long as a wrapped line is (clients
@@ -43,7 +46,7 @@ QUOTE = re.compile(r"^(?:> ?)+")
 STAMPED = re.compile(r"(?:<[0-7]>)?\[ *[0-9]+\.[0-9]*\]")
 WRAP_MIN, WRAP_MAX = 72, 80
 # The first characters of a line pieces() may change, and of a quote.
-PLAIN_NOT = frozenset(" `~OPEHSRUMTWF>")
+PLAIN_NOT = frozenset(" \t`~OPEHSRUMTWFB>")
 
 
 def pieces(raw):
@@ -66,6 +69,8 @@ def pieces(raw):
         if m:
             return [m.group(2)] if m.group(1) == "MESSAGE" else []
     elif first in "OPEHSRUMTWF" and (NOISE.match(raw) or VERBOSE_HEAD.match(raw)):
+        return []
+    if first in " \tMB" and " from " in raw and WALL.match(raw):
         return []
     if len(raw) > LONG and LOST.search(raw):
         # The space a paste put where a newline was is no part of a message.
