@@ -16,8 +16,8 @@ USAGE_LINE = "[--json] [--vmlinux VMLINUX] LOG"
 HELP = """\
 The kernel reports in LOG (a file, or - for stdin) as a user has it: a serial
 console log, journalctl or syslog output (also journalctl -o verbose and
-a record's indented lines, rsyslog's #012), dmesg (also -T, -x, -r), crash's
-`log`, pstore, with caller ids ([T123], [ C1]) or a vendor kernel's prefix,
+a record's indented lines, rsyslog's #012, logread, wall), dmesg (-T, -H, -x,
+-r), crash's `log`, pstore, last_kmsg, caller ids ([T123]) or a vendor's prefix,
 CRLF line ends, no timestamps at all, a mail's "> " quotes (lines its client
 wrapped joined again), markdown, newlines lost, frames decoded to source
 lines; each line is read as the plain console lines it holds
