@@ -16,7 +16,7 @@ if [ "${1:-}" = lava ]; then
 	exit 0
 fi
 need_pkgs \
-	build-essential cmake pkg-config git xz-utils python3 python3-yaml \
+	build-essential cmake pkg-config git xz-utils rsync python3 python3-yaml \
 	linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev ccache cpio kmod \
 	qemu-system-x86 qemu-utils busybox-static \
 	liburing-dev zlib1g-dev xfslibs-dev libbpf-dev libmnl-dev libnftnl-dev \

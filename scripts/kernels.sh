@@ -22,7 +22,8 @@
 #   kernels.sh obj-dir DIR       the object directory build-tree builds DIR in (the
 #                                one place that layout is decided)
 #   kernels.sh clean-bisect      remove the scratch clones of krepro bisect, fixcheck and the
-#                                gate (with their object directories) and say what
+#                                gate, and build-tree's copies of trees outside the
+#                                cache (with their object directories); say what
 #                                that freed; the flavours and ccache stay
 #
 # unpatched = pristine + every bug dir's context*, window*, bug* patches
@@ -514,8 +515,8 @@ cmd_build_series() {
 }
 
 # A user's tree, as it is on disk (committed or not), built with krepro's
-# fragments in an object directory of its own under the cache: nothing is
-# written into the tree. Prints the image path; its build log is in the object
+# fragments in an object directory of its own under the cache, from a copy
+# there when it lies outside (tree_copy): nothing is written into the tree. Prints the image path; its build log is in the object
 # directory. Exit 125 (git bisect's "skip") when it is no kernel tree or fails.
 # The object directory build-tree uses for the tree at the absolute path $1.
 build_tree_obj() {
@@ -524,12 +525,29 @@ build_tree_obj() {
 	if [ -d "$KREPRO_TREE" ] && [ "$1" = "$(realpath "$KREPRO_TREE")" ]; then
 		echo "$OBJ"
 	else
-		tree_obj "$1"
+		tree_obj "$(tree_copy "$1")"
 	fi
 }
 
+# What build-tree builds for the tree at the absolute path $1: the tree
+# itself inside the cache; a tree outside it, a copy laid out as the
+# flavours' trees are (ROOT/linux-B, objects in ROOT/build/B/ARCH). kbuild
+# names the sources by the tree's real path (a symlink would not do: it
+# resolves it), and only that layout lets ccache serve the sources the tree
+# shares with the flavours: minutes, not a cold build.
+tree_copy() {
+	local cache h
+	cache=$(realpath -m "$KREPRO_CACHE")
+	case $1 in "$cache"/*)
+		echo "$1"
+		return ;;
+	esac
+	h=$(echo "$1" | sha256sum | cut -c1-12)
+	echo "$cache/trees/$h/linux-$(tree_version "$1")"
+}
+
 cmd_build_tree() {
-	local src obj logf t0 t1
+	local src copy obj logf t0 t1
 	[ -d "${1:-}" ] || KREPRO_DIE_CODE=125 die "--tree ${1:-}: no such directory"
 	src=$(realpath "$1")
 	obj=$(build_tree_obj "$src")
@@ -543,14 +561,24 @@ cmd_build_tree() {
 	fi
 	machine_lock
 	need_build_pkgs
-	if ! (make_config "$src" "$obj" 0) >"$logf" 2>&1; then
+	copy=$(tree_copy "$src")
+	if [ "$copy" != "$src" ]; then
+		# rsync keeps the times of the files it leaves alone: kbuild then
+		# rebuilds what changed in the tree since the last copy, no more.
+		need_pkgs rsync
+		log "copying $src to $copy (ccache serves a copy in the flavours' layout)"
+		mkdir -p "$copy"
+		rsync -a --delete --exclude=/.git "$src"/ "$copy"/ >"$logf" 2>&1 ||
+			{ cat "$logf" >&2; die "copying $src to $copy failed (log: $logf)"; }
+	fi
+	if ! (make_config "$copy" "$obj" 0) >"$logf" 2>&1; then
 		cat "$logf" >&2
 		KREPRO_DIE_CODE=125 die "configuring $src failed (build log: $logf)"
 	fi
 	cat "$logf" >&2
 	t0=$(date +%s)
 	log "building $src in $obj (make -j$JOBS, build log: $logf)"
-	if ! make_kernel "$src" "$src" "$obj" "$logf.make" "krepro tree"; then
+	if ! make_kernel "$src" "$copy" "$obj" "$logf.make" "krepro tree"; then
 		cat "$logf.make" >>"$logf"
 		grep -E 'error|Error' "$logf.make" | head -20 >&2
 		KREPRO_DIE_CODE=125 die "building $src failed (build log: $logf)"
@@ -594,12 +622,12 @@ USAGE="usage: kernels.sh tree | series FLAVOUR | build [FLAVOUR...] | stale FLAV
 # The scratch trees of krepro bisect ($KREPRO_CACHE/bisect/tree-*: a root
 # with linux-X.Y and build/ in it, or a clone whose objects are in
 # build/tree-<hash of its path>), of the gate's user trees, and of fixcheck's
-# clones and snapshots.
+# clones and snapshots, and build-tree's copies of trees outside the cache.
 cmd_clean_bisect() {
 	local d dirs=() h before after
 	machine_lock
 	for d in "$KREPRO_CACHE"/bisect/tree-* "$KREPRO_CACHE"/gate/trees/* "$KREPRO_CACHE"/fixcheck/trees/* "$KREPRO_CACHE"/fixcheck/clones/* \
-		"$KREPRO_CACHE"/fixcheck/snapshots/*; do
+		"$KREPRO_CACHE"/fixcheck/snapshots/* "$KREPRO_CACHE"/trees/*; do
 		[ -d "$d" ] || continue
 		dirs+=("$d")
 		if [ -d "$d/.git" ]; then

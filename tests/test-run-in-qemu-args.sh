@@ -51,7 +51,7 @@ done
 check 125 "kernels.sh build-tree on not a kernel tree" env KREPRO_CACHE="$scratch/cache" \
 	"$(dirname "$run")/scripts/kernels.sh" build-tree "$scratch/not-a-kernel"
 contains "kernels.sh build-tree: not a kernel tree is said" "is not a kernel tree"
-contains "--tree failure names the build log" "build log: $scratch/cache/build/tree-"
+contains "--tree failure names the build log" "build log: $scratch/cache/trees/"
 log=$(grep -o "build log: [^)]*" <<<"$LAST" | cut -d' ' -f3)
 if [ -f "$log" ] && grep -q "not a kernel tree" "$log"; then ok "the named build log exists and says why"
 else not_ok "the named build log exists and says why: '$log'"; fi
@@ -69,9 +69,20 @@ for what in config build; do
 	chmod +x "$t/scripts/kconfig/merge_config.sh"
 	printf 'VERSION = 6\nPATCHLEVEL = 1\nbzImage:\n\t@echo "error: this tree does not build"; exit 1\n' >"$t/Makefile"
 	check 125 "--tree whose $what fails" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$t" xfs-nowait-dio
-	contains "--tree $what failure names the build log" "(build log: $scratch/cache/build/tree-"
+	contains "--tree $what failure names the build log" "(build log: $scratch/cache/trees/"
 done
 contains "the build's own error is shown" "error: this tree does not build"
+# A tree outside the cache is built from a copy in the flavours' layout
+# (ccache serves it); the tree itself is left as it was.
+copy=$(ls -d "$scratch"/cache/trees/*/linux-6.1 2>/dev/null | head -1)
+if [ -n "$copy" ] && [ -f "$copy/Makefile" ] && [ -d "$(dirname "$copy")/build/6.1/x86_64" ]; then
+	ok "the tree was copied to ROOT/linux-6.1, its objects in ROOT/build/6.1/x86_64"
+else not_ok "the tree was copied to ROOT/linux-6.1, its objects in ROOT/build/6.1/x86_64: '$copy'"; fi
+if [ "$(ls -A "$scratch/fake-build")" = "$(printf 'Makefile\narch\nscripts')" ]; then ok "nothing written into the tree"
+else not_ok "nothing written into the tree: $(ls -A "$scratch/fake-build" | tr '\n' ' ')"; fi
+check 0 "kernels.sh obj-dir names the copy's object directory" env KREPRO_CACHE="$scratch/cache" \
+	"$(dirname "$run")/scripts/kernels.sh" obj-dir "$scratch/fake-build"
+contains "obj-dir is the copy's" "$(dirname "$copy")/build/6.1/x86_64"
 check 128 "--tree missing directory" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$scratch/nope" xfs-nowait-dio
 check 128 "--tree with an unknown reproducer: usage first, no build" env KREPRO_CACHE="$scratch/cache" "$run" --tree "$scratch/not-a-kernel" no-such-bug
 
@@ -111,7 +122,7 @@ check 125 "--arch arm --tree without arch/arm" env KREPRO_CACHE="$scratch/cache"
 contains "--arch arm --tree without arch/arm is said" "arch/arm/"
 check 125 "kernels.sh build-tree, arm, without arch/arm" env KREPRO_CACHE="$scratch/cache" KREPRO_ARCH=arm \
 	"$(dirname "$run")/scripts/kernels.sh" build-tree "$scratch/fake-build"
-contains "--arch arm --tree has its own object directory" "build/tree-arm-"
+contains "--arch arm --tree has its own object directory" "/build/6.1/arm/"
 log=$(grep -o "build log: [^)]*" <<<"$LAST" | cut -d' ' -f3)
 if [ -f "$log" ] && grep -q "arch/arm/" "$log"; then ok "the arm build log names arch/arm/"
 else not_ok "the arm build log names arch/arm/: '$log'"; fi
