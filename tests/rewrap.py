@@ -137,6 +137,8 @@ WRAPPINGS = {
     # dmesg -H under a locale with a decimal comma, its minute heading first.
     "dmesg-H-comma": lambda lines: ["[30. Jul 08:55] " + message(lines[0])]
     + ["[  +0,000004] " + message(l) for l in lines[1:]],
+    # journalctl in a tab-indented block.
+    "journalctl-tab": per_line(lambda l: "\t" + JOURNAL + message(l)),
     # syslog relaying /dev/kmsg's records, no program tag.
     "syslog-kmsg": per_line(lambda l: "May 21 20:00:40 x 4,2903,86997972896,-;" + message(l)),
     # Android's last_kmsg: uptime, level and wall clock before each line.

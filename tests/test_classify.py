@@ -260,6 +260,15 @@ HEADERS = (
      ('BUG', 'Unable to handle kernel NULL pointer dereference',
       'BUG: unable to handle kernel NULL pointer dereference in corrupted')),
     ('Oops: 0010 [1] SMP ', ('OOPS', 'Oops', 'Oops in corrupted')),
+    ('NMI watchdog: Watchdog detected hard LOCKUP on cpu 10',
+     ('BUG', 'BUG: hard lockup', 'BUG: hard lockup in corrupted')),
+    ('watchdog: CPU28: Watchdog detected hard LOCKUP on cpu 28',
+     ('BUG', 'BUG: hard lockup', 'BUG: hard lockup in corrupted')),
+    # MIPS and LoongArch die(): "%s[#%d]:"
+    ('Oops[#1]:', ('OOPS', 'Oops', 'Oops in corrupted')),
+    ('Kernel bug detected[#1]:', ('OOPS', 'Kernel bug detected', 'Kernel bug detected in corrupted')),
+    ('Unhandled kernel unaligned access[#13]:',
+     ('OOPS', 'Unhandled kernel unaligned access', 'Unhandled kernel unaligned access in corrupted')),
     # 2.6-3.x kernels named the RCU flavour's state structure
     ('INFO: rcu_sched_state detected stall on CPU 0 (t=105060 jiffies)',
      ('RCU', 'INFO: rcu detected stall', 'INFO: rcu detected stall in corrupted')),

@@ -144,7 +144,8 @@ class Wrappings(unittest.TestCase):
                        "[  +0,000004] " + want, "[30. Jul 08:55] " + want, "          kernel:" + want,
                        "May 21 20:00:40 x 3,2903,86997972896,-;" + want,
                        "Feb 25 20:33:54 fritz kern.warn kernel: [  183.060000][0]" + want,
-                       "  1276.725940:   <0> (01-28 07:22:33.325209103) " + want]:
+                       "  1276.725940:   <0> (01-28 07:22:33.325209103) " + want,
+                       "\tOct 18 01:52:15 sysrescue kernel: " + want]:
             self.assertEqual(logtext.plain(pasted), want, pasted)
 
     def test_decoded_frames_read_as_frames_with_their_source(self):

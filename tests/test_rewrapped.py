@@ -65,6 +65,16 @@ class Rewrapped(unittest.TestCase):
         long = "[   12.000001] " + "x" * 200
         self.assertEqual(pasted.pieces(long + " " + long), [long, long])
         self.assertEqual(pasted.pieces("plain"), ["plain"])
+        # A mail archive's log whose newlines were lost, console levels kept;
+        # Android's last_kmsg level is no such place.
+        lost = "we hit the panic as below: <1>BUG: unable to handle kernel paging request at 0000000b819fdb98 " \
+               "<1>IP: [<ffffffff812a588f>] notify_remote_via_irq+0x13/0x34 <4>PGD 94b10067 PUD 0"
+        self.assertEqual(pasted.pieces(lost), ["we hit the panic as below:",
+                                               "<1>BUG: unable to handle kernel paging request at 0000000b819fdb98",
+                                               "<1>IP: [<ffffffff812a588f>] notify_remote_via_irq+0x13/0x34",
+                                               "<4>PGD 94b10067 PUD 0"])
+        kmsg = "  1276.705430:   <1> (01-28 07:22:33.304698634) " + "x" * 200
+        self.assertEqual(pasted.pieces(kmsg), [kmsg])
 
     def test_vendor_prefixes(self):
         want = "WARNING: CPU: 1 PID: 7 at a.c:1 f+0x1/0x2"

@@ -69,10 +69,11 @@ _CALLER = r"\[ *[TC]?[0-9]+\]"
 # `log -m` level, "<4>".
 _VENDOR = (r"\[pid:[0-9]+,cpu[0-9]+,[^\]]*\]|\[ *[0-9]+: *[^\]]*: *[0-9]+\]|\([0-9]+\)\[[0-9]+:[^\]]*\]"
            r"|c[0-9]{1,3}(?: +[0-9]+ \([^)]*\))?(?= )|<[0-7]>")
-# Blanks before it all: a markdown code block's indent (before a timestamp
-# or a level), or journalctl's under a message's first line for its next
+# Blanks before it all: a markdown code block's indent (before a timestamp,
+# a level or a journal's date), or journalctl's under a message's first line for its next
 # ones (16 or more: as wide as the prefix it has no copy of).
-_BLANKS = r"(?:[ \t]+(?=\[ *\+?[0-9]+[.,][0-9]*|<[0-7]>\[|[0-9]+\.[0-9]{6}: )| {16,}(?=[^ ]))"
+_BLANKS = (r"(?:[ \t]+(?=\[ *\+?[0-9]+[.,][0-9]*|<[0-7]>\[|[0-9]+\.[0-9]{6}: |[A-Z][a-z]{2} [ 0-3]?[0-9] [0-9]{2}:)"
+           r"| {16,}(?=[^ ]))")
 WRAPPING = re.compile(rf"^(?:> ?)*{_BLANKS}?(?:{_SYSLOG})?(?:{_LEVEL})?(?:(?:{_STAMP}) ?)?(?:{_CALLER} ?)?"
                       rf"(?:(?:{_VENDOR}) ?)?")
 

@@ -22,9 +22,10 @@ from .console_lines import MAX_LINE
 # Shorter lines pass at once, for speed: two short journal lines run
 # together are read as one.
 LONG = 160
-# Where a lost newline was: before a timestamp, or a syslog/journal prefix.
+# Where a lost newline was: before a timestamp, a syslog/journal prefix, or
+# a console level ("... <1>BUG: unable ... <4>PGD 0"), a blank before it.
 _DAY = r"[A-Z][a-z]{2} [ 0-3]?[0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
-LOST = re.compile(rf"(?<=.)(?=(?:<[0-7]>)?\[ *[0-9]+\.[0-9]{{6}}\]|{_DAY} [^ ]+ kernel: )")
+LOST = re.compile(rf"(?<=.)(?=(?:<[0-7]>)?\[ *[0-9]+\.[0-9]{{6}}\]|{_DAY} [^ ]+ kernel: )|(?<= )(?=<[0-7]>(?! \())")
 # A block of journalctl -o verbose: a report's window is ten times as many
 # lines (console.TRACE_LINES messages at nine or so lines each).
 WIDE = ("\n    MESSAGE=", (console.TRACE_LINES + 1) * 10)

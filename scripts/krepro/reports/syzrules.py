@@ -7,7 +7,7 @@ A row's rule (column 5) is words: steps, done in order through the report's
 lines, each finding the first line that matches it after the previous one:
 
   head     the function the header line names (" in FUNC")
-  site     the crash site: RIP:, IP:, pc :, PC is at
+  site     the crash site: RIP:, IP:, pc :, PC is at, MIPS's epc
   calls    a call trace heading (or 6.1 ARM's first unwinder entry)
   stack    the frames of the lines that follow, up to the next stack
   at, pc   a lockdep "at: FUNC" line; a "[<addr>] FUNC" line
@@ -139,7 +139,7 @@ FUNC = r"([A-Za-z_][A-Za-z0-9_.]*)"
 # The lines a rule's steps look for, each naming the frame it captures.
 STEPS = {
     "head": re.compile(r" in " + FUNC),
-    "site": re.compile(r"(?:^|[^A-Za-z])(?:RIP|IP|NIP|pc |PC is at):? (?:[0-9]+:)?(?:\[<[0-9a-f]+>\] +){0,2}"
+    "site": re.compile(r"(?:^|[^A-Za-z])(?:RIP|IP|NIP|pc |PC is at|epc +: [0-9a-f]+):? (?:[0-9]+:)?(?:\[<[0-9a-f]+>\] +){0,2}"
                        + FUNC + r"\+0x"),
     "calls": re.compile(r"Call [Tt]race:|Backtrace:|" + ARM_ENTRY.pattern),
     "at": re.compile(r"at: (?:\[<[0-9a-f]+>\] +)?" + FUNC),
