@@ -516,8 +516,9 @@ cmd_build_series() {
 
 # A user's tree, as it is on disk (committed or not), built with krepro's
 # fragments in an object directory of its own under the cache, from a copy
-# there when it lies outside (tree_copy): nothing is written into the tree. Prints the image path; its build log is in the object
-# directory. Exit 125 (git bisect's "skip") when it is no kernel tree or fails.
+# there when it lies outside (tree_copy): nothing is written into the tree.
+# Prints the image path; its build log is in the object directory. Exit 125
+# (git bisect's "skip") when it is no kernel tree or fails.
 # The object directory build-tree uses for the tree at the absolute path $1.
 build_tree_obj() {
 	# The cache's tree keeps its one object directory, whoever builds it:

@@ -46,9 +46,11 @@ from .needles import hit_lines, offsets
 # The month is the locale's: "Nov", "июл", "déc.", "11月".
 _DAY = r"(?:[^\W\d_]{2,5}\.?|[ 0-9]?[0-9]月) [ 0-3]?[0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
 _ISO = r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
-_MONO = r"\[ *[0-9]+\.[0-9]*\]"
+# printk's timestamp (a paste may cut it to whole seconds: "[  240.]"), in
+# journalctl -o short-monotonic, on a console line, in a mail's quote.
+MONO = r"\[ *[0-9]+\.[0-9]*\]"
 _KMSG = r"[0-9]+,[0-9]+,[0-9]+,[^;]*;"
-_SYSLOG = (rf"(?:<[0-9]+>)?(?:{_DAY}|{_ISO}|{_MONO}) (?:[^ ]+ )?(?:[a-z0-9]+\.[a-z]+ )?(?:kernel: ?|(?={_KMSG}))"
+_SYSLOG = (rf"(?:<[0-9]+>)?(?:{_DAY}|{_ISO}|{MONO}) (?:[^ ]+ )?(?:[a-z0-9]+\.[a-z]+ )?(?:kernel: ?|(?={_KMSG}))"
            r"|[ \t]*kernel: ?")
 # dmesg -x, dmesg -r / /proc/kmsg, /dev/kmsg
 _LEVEL = (r"(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7]) *:"
@@ -70,8 +72,8 @@ _CALLER = r"\[ *[TC]?[0-9]+\]"
 _VENDOR = (r"\[pid:[0-9]+,cpu[0-9]+,[^\]]*\]|\[ *[0-9]+: *[^\]]*: *[0-9]+\]|\([0-9]+\)\[[0-9]+:[^\]]*\]"
            r"|c[0-9]{1,3}(?: +[0-9]+ \([^)]*\))?(?= )|<[0-7]>")
 # Blanks before it all: a markdown code block's indent (before a timestamp,
-# a level or a journal's date), or journalctl's under a message's first line for its next
-# ones (16 or more: as wide as the prefix it has no copy of).
+# a level or a journal's date), or journalctl's under a message's first
+# line for its next ones (16 or more: as wide as the prefix it has no copy of).
 _BLANKS = (r"(?:[ \t]+(?=\[ *\+?[0-9]+[.,][0-9]*|<[0-7]>\[|[0-9]+\.[0-9]{6}: |[A-Z][a-z]{2} [ 0-3]?[0-9] [0-9]{2}:)"
            r"| {16,}(?=[^ ]))")
 WRAPPING = re.compile(rf"^(?:> ?)*{_BLANKS}?(?:{_SYSLOG})?(?:{_LEVEL})?(?:(?:{_STAMP}) ?)?(?:{_CALLER} ?)?"
@@ -99,7 +101,7 @@ PLACEHOLDER = "+0x0/0x0"
 
 
 # Most lines of a console log: printk's timestamp and the message.
-CONSOLE_STAMP = re.compile(r"\[ *[0-9]+\.[0-9]*\] ?")
+CONSOLE_STAMP = re.compile(MONO + " ?")
 
 
 def unwrap(line):

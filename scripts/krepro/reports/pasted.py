@@ -16,6 +16,7 @@ import re
 
 from . import console
 from .console_lines import MAX_LINE
+from .logtext import MONO
 
 # A line longer than this with a timestamp inside may hold several messages
 # (the console's merged pair is shorter and logtext.unwrap() reads its last).
@@ -44,7 +45,7 @@ FENCE_TAG = re.compile(r"^[A-Za-z0-9_+.-]*\s*$")
 # wrapped it: a timestamped message as long as a wrapped line is (clients
 # wrap at 72 to 80 columns).
 QUOTE = re.compile(r"^(?:> ?)+")
-STAMPED = re.compile(r"(?:<[0-7]>)?\[ *[0-9]+\.[0-9]*\]")
+STAMPED = re.compile(r"(?:<[0-7]>)?" + MONO)
 WRAP_MIN, WRAP_MAX = 72, 80
 # The first characters of a line pieces() may change, and of a quote.
 PLAIN_NOT = frozenset(" \t`~OPEHSRUMTWFB>")
