@@ -2,14 +2,17 @@
 """Keep a proof run as a compact committed record: one JSON file per
 reproducer under repro/<id>/records/, from a run directory's run.json.
 
-usage: bench/proof-record.py RUN_DIR NAME [--conditions TEXT]
+usage: bench/proof-record.py RUN_DIR... NAME [--conditions TEXT]
        bench/proof-record.py --readme [REPRO...]
 
 NAME names the campaign (e.g. 2026-12-06-loaded-host); the file is
-repro/<id>/records/NAME.json. Per run: kernel, build, outcome, seconds, the
+repro/<id>/records/NAME.json. Several run directories make one campaign
+(runs of one exploration with different guest options, say): their runs in
+the order given, and "command" the list of their commands. Per run: kernel, build, outcome, seconds, the
 signature or evidence that decided it (the evidence line whole, the declared
 signature that matched, the cases a FAIL would hide that were BROKEN), the
-report title, whether the boot
+report title, a race's window hits (up to its evidence in a FAIL), whether
+the boot
 failed before the test (infra), accelerator, date. Conditions say what was
 special about the host (e.g. "two CPU hogs beside the guest"). Prints the
 tally per reproducer and kernel, and rewrites those reproducers' README
@@ -32,6 +35,8 @@ sys.path.insert(0, os.path.join(TOP, "scripts"))
 from krepro import branches  # noqa: E402
 import proof_records as records  # noqa: E402
 from krepro.options import Parser  # noqa: E402
+from krepro.reports.run_evidence import window_hits  # noqa: E402
+from krepro.untrusted import Refused, inside, read_text  # noqa: E402
 
 
 # The evidence line is kept whole; a run.json is untrusted input, so bounded
@@ -44,7 +49,7 @@ def text(v, limit=EVIDENCE_CHARS):
     return v[:limit] if isinstance(v, str) else None
 
 
-def compact(run, kernels, accel, date):
+def compact(run, kernels, accel, date, branch=None):
     k = kernels.get(run["kernel"], {})
     broken = run.get("broken_cases")
     return {"kernel": run["kernel"], "build": (k.get("build") or "")[:12] or None,
@@ -56,7 +61,22 @@ def compact(run, kernels, accel, date):
             "report_title": run.get("report_title"), "infra": bool(run.get("infra")),
             "stopped_early": bool(run.get("stopped_early")), "report_seen": run.get("report_seen"),
             "answer_complete": run.get("answer_complete"),
-            "accel": run.get("accel") or accel, "date": date}
+            "window_hits": run["window_hits"] if isinstance(run.get("window_hits"), int) else None,
+            "accel": run.get("accel") or accel, "date": date,
+            "branch": branch or branches.DEFAULT}
+
+
+def hits_from_ktap(run_dir, run):
+    """A run's window hits read again from its KTAP file (a run.json written
+    before the runner kept them, or read them otherwise), else run.json's."""
+    kept = run.get("window_hits") if isinstance(run.get("window_hits"), int) else None
+    if not isinstance(run.get("dir"), str) or not run["dir"]:
+        return kept
+    try:
+        ktap = inside(run_dir, os.path.join(run["dir"], "ktap.txt"), "a run's ktap.txt")
+        return window_hits(read_text(ktap, 16 << 20, truncate=True))
+    except (Refused, OSError):
+        return kept
 
 
 def portable(argv):
@@ -72,24 +92,31 @@ def main(argv):
                 print(f"{os.path.relpath(records.update_readme(r), TOP)}: table rewritten")
         return 0
     p = Parser(prog="bench/proof-record.py", allow_abbrev=False)
-    p.add_argument("run_dir")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     p.add_argument("name")
     p.add_argument("--conditions", default="")
     o = p.parse_args(argv)
-    try:
-        with open(os.path.join(o.run_dir, "run.json")) as f:
-            rec = json.load(f)
-    except (OSError, ValueError) as e:
-        print(f"proof-record.py: {o.run_dir}/run.json: {e}", file=sys.stderr)
-        return 128
+    recs = []
+    for d in o.run_dirs:
+        try:
+            with open(os.path.join(d, "run.json")) as f:
+                recs.append(json.load(f))
+        except (OSError, ValueError) as e:
+            print(f"proof-record.py: {d}/run.json: {e}", file=sys.stderr)
+            return 128
+    rec = recs[0]
     date = (rec.get("started") or "")[:10]
-    kernels = {k["label"]: k for k in rec.get("kernels", [])}
+    commands = [portable(r.get("command") or []) for r in recs]
     by_repro = collections.defaultdict(list)
-    for run in rec.get("runs", []):
-        by_repro[run["repro"]].append(compact(run, kernels, rec.get("accel"), date))
+    for d, r in zip(o.run_dirs, recs):
+        kernels = {k["label"]: k for k in r.get("kernels", [])}
+        for run in r.get("runs", []):
+            run["window_hits"] = hits_from_ktap(d, run)
+            by_repro[run["repro"]].append(compact(run, kernels, r.get("accel"), date,
+                                                  r.get("branch")))
     for repro, runs in sorted(by_repro.items()):
         out = {"name": o.name, "repro": repro, "date": date, "krepro": rec.get("krepro"),
-               "command": portable(rec.get("command") or []), "arch": rec.get("arch"),
+               "command": commands[0] if len(commands) == 1 else commands, "arch": rec.get("arch"),
                "branch": rec.get("branch") or branches.DEFAULT,
                "conditions": o.conditions, "runs": runs}
         path = os.path.join(TOP, "repro", repro, "records", o.name + ".json")

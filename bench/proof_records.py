@@ -65,20 +65,21 @@ def rows(repro, top=TOP):
     for name, rec in load(repro, top):
         if rec.get("kind") == TRANSCRIBED:
             continue
+        # A run's branch is its own (records of several run directories),
+        # else the record's (records before there were branches: 6.1's).
+        def key(r):
+            return (r.get("branch") or rec.get("branch") or branches.DEFAULT, r["kernel"])
         kernels = []
         for r in rec["runs"]:
-            if r["kernel"] not in kernels:
-                kernels.append(r["kernel"])
-        for k in kernels:
-            runs = [r for r in rec["runs"] if r["kernel"] == k]
+            if key(r) not in kernels:
+                kernels.append(key(r))
+        for br, k in kernels:
+            runs = [r for r in rec["runs"] if key(r) == (br, k)]
             counted = [r for r in runs if not r["infra"]]
             tally = collections.Counter(r["outcome"] for r in counted)
             out = ", ".join(f"{o} {n}" for o, n in sorted(tally.items()))
             builds = sorted({r["build"] or "-" for r in runs})
-            # A record of a run on a branch other than the first names it
-            # (records before there were branches are all 6.1's).
-            br = rec.get("branch")
-            label = f"{br} {k}" if br and br != branches.DEFAULT else k
+            label = f"{br} {k}" if br != branches.DEFAULT else k
             lines.append(f"| [{name[:-5]}](records/{name}) | {rec['date']} | {label} | {' '.join(builds)}"
                          f" | {rec.get('conditions') or '-'} | {len(counted)}"
                          + (f" (+{len(runs) - len(counted)} failed boots)" if len(runs) > len(counted) else "")

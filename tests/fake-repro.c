@@ -3,7 +3,8 @@
  * A reproducer that does what FAKE_<case> says (pass, fail, skip, broken,
  * report, crash, none; child-return, child-broken, child-crash, child-hang:
  * krepro_run_child() on such a child; poll-early, poll-never:
- * krepro_poll_until(); FAKE_SETUP_CHILD: a BROKEN child of setup), for the
+ * krepro_poll_until(); race-covered, race-capped, race-evidence:
+ * krepro_race_run() to each end; FAKE_SETUP_CHILD: a BROKEN child of setup), for the
  * harness unit tests. Built three times: against the test build of the
  * harness (marker and kmsg in files), against the real one, to check that the
  * real one refuses to run on the host, and against the test build again for
@@ -12,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "krepro.h"
+#include "race.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -94,6 +96,35 @@ static void run_poll(const char *what)
 		    waited);
 }
 
+/* A race whose every round hits its window once; evidence on round 3. */
+static bool race_round(struct krepro_race *r, void *arg)
+{
+	bool evidence = *(bool *)arg && r->rounds == 2;
+
+	r->rounds++;
+	r->hits++;
+	return !evidence;
+}
+
+/* A race to its hits bound (covered), to a cap first, or to its evidence. */
+static void run_race(const char *what)
+{
+	bool evidence = !strcmp(what, "evidence");
+	struct krepro_race race = {
+		.rounds_of = "rounds", .window = "fake hits", .max_hits = 5,
+		.max_rounds = !strcmp(what, "capped") ? 4 : 100, .max_seconds = 60,
+		.step = race_round, .ctx = &evidence,
+	};
+
+	krepro_race_run(&race);
+	if (evidence) {
+		krepro_fail("the fake race's evidence");
+		return;
+	}
+	krepro_race_counts(&race);
+	krepro_race_pass(&race, "nothing seen");
+}
+
 static void act(const char *name)
 {
 	char var[32];
@@ -125,6 +156,8 @@ static void act(const char *name)
 		run_child(what + 6);
 	else if (!strncmp(what, "poll-", 5))
 		run_poll(what + 5);
+	else if (!strncmp(what, "race-", 5))
+		run_race(what + 5);
 	/* "none": return without a verdict */
 }
 

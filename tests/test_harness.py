@@ -15,6 +15,7 @@ import unittest
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 from krepro import meta as metamod  # noqa: E402
+from krepro.reports import run_evidence  # noqa: E402
 
 # FAKE_OTHER_ARCH: the fake built with KREPRO_ARCHES="sparc64 s390".
 FAKE, FAKE_REAL, WORK, XFS_REPRO, FAKE_OTHER_ARCH = sys.argv[1:6]
@@ -89,6 +90,21 @@ class Harness(unittest.TestCase):
 
     def test_case_without_verdict_is_broken(self):
         self.expect(2, "case ended without a verdict", FAKE_first="none")
+
+    def test_race_ends_at_its_window_hits(self):
+        out = self.expect(0, "# first: PASS: not reproduced in 5 rounds / ", FAKE_first="race-covered")
+        self.assertIn("5 window hits (fake hits): nothing seen", out)
+        self.assertIn("(bound: 5 window hits; caps 100 rounds / 60 s); 5 window hits", out)
+        self.assertEqual(run_evidence.window_hits(out), 5)
+
+    def test_race_capped_before_its_hits_is_broken(self):
+        self.expect(2, "the race stopped after 4 rounds / ", FAKE_first="race-capped")
+
+    def test_race_evidence_prints_the_hits_it_took(self):
+        out = self.expect(1, "# first: FAIL: the fake race's evidence", FAKE_first="race-evidence")
+        self.assertIn(", stopped early; 3 window hits (fake hits)", out)
+        self.assertEqual(run_evidence.window_hits(out), 3)
+        self.assertIsNone(run_evidence.window_hits("# race: no count\n# race: 3 rounds; 2 window hits\n"))
 
     def test_crash_is_broken(self):
         self.expect(2, "killed by signal 6", FAKE_first="crash")

@@ -3,8 +3,9 @@
  * NVMe over Fabrics in one guest, for the nvme-*-timeout reproducers: an nvmet
  * target over configfs with a null_blk namespace, a host controller connected
  * through /dev/nvme-fabrics, and a timeout storm (fault injection that drops
- * completions, O_DIRECT reader threads) bounded by time and by the number of
- * error recoveries. Transport-independent; the transport is data.
+ * completions, O_DIRECT reader threads) bounded by its race window hits, with
+ * time and error recoveries as caps. Transport-independent; the transport is
+ * data.
  */
 #ifndef KREPRO_NVMF_H
 #define KREPRO_NVMF_H
@@ -53,8 +54,9 @@ struct krepro_nvme_storm {
 	unsigned int threads;		/* O_DIRECT reader threads */
 	unsigned int io_timeout_ms;	/* the disk's queue/io_timeout */
 	unsigned int fail_percent;	/* fail_io_timeout probability */
-	double storm_s;			/* bound: seconds of storm */
-	unsigned int max_recoveries;	/* bound: error recoveries seen in kmsg */
+	unsigned int max_hits;		/* bound: I/O timeouts during a teardown */
+	double storm_s;			/* cap: seconds of storm */
+	unsigned int max_recoveries;	/* cap: error recoveries seen in kmsg */
 	double stall_s;			/* a read outstanding this long never completes */
 };
 
@@ -65,9 +67,10 @@ struct krepro_nvme_storm {
  * read without that is BROKEN, a task stuck in nvme code included. A new
  * kernel taint stops the storm with a REPORT line, not evidence: the host
  * counts the console's report as the bug only when it matches a signature.
- * PASS when the bound was reached clean, every read completed or failed
- * with an error, and the race window (nvme-window.h) was reached; BROKEN
- * when no timeout or no error recovery was seen, or the window never was.
+ * PASS when the bound (max_hits) was reached clean, every read completed or
+ * failed with an error, and the race window (nvme-window.h) was reached;
+ * BROKEN when no timeout or no error recovery was seen, the window never
+ * was, or a cap came before the bound.
  * Returns true on PASS.
  *
  * Completions are dropped only while the controller is live: during error

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A race bounded by rounds and seconds (race.h): one loop, one count of
- * how often the window was reached, one way to say a clean run.
+ * A race bounded by its window hits (race.h): one loop, one count of how
+ * often the window was reached, one way to say a clean run.
  */
 #define _GNU_SOURCE
 #include "race.h"
@@ -9,14 +9,25 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static bool bound_reached(const struct krepro_race *r)
+static bool covered(const struct krepro_race *r)
+{
+	return r->max_hits && r->hits >= r->max_hits;
+}
+
+static bool capped(const struct krepro_race *r)
 {
 	return r->rounds >= r->max_rounds || r->seconds >= r->max_seconds;
+}
+
+static bool bound_reached(const struct krepro_race *r)
+{
+	return covered(r) || capped(r);
 }
 
 void krepro_race_run(struct krepro_race *r)
 {
 	r->rounds = 0;
+	r->hits = 0;
 	r->stopped = false;
 	r->start = krepro_now();
 	r->seconds = 0;
@@ -26,6 +37,7 @@ void krepro_race_run(struct krepro_race *r)
 		r->seconds = krepro_now() - r->start;
 		if (!go_on) {
 			r->stopped = true;
+			krepro_race_counts(r);
 			break;
 		}
 		if (r->pause > 0 && !bound_reached(r))
@@ -34,11 +46,24 @@ void krepro_race_run(struct krepro_race *r)
 	}
 }
 
+/* "120 window hits; caps 20 error recoveries / 60 s", or "8 or 60 s". */
+static void bound_text(const struct krepro_race *r, char *buf, size_t size)
+{
+	if (r->max_hits)
+		snprintf(buf, size, "%lu window hits; caps %lu %s / %.0f s", r->max_hits,
+			 r->max_rounds, r->rounds_of, r->max_seconds);
+	else
+		snprintf(buf, size, "%lu or %.0f s", r->max_rounds, r->max_seconds);
+}
+
 void krepro_race_counts(const struct krepro_race *r)
 {
-	krepro_info("race: %lu %s in %.1f s (bound: %lu or %.0f s)%s; %lu window hits (%s)",
-		    r->rounds, r->rounds_of, r->seconds, r->max_rounds, r->max_seconds,
-		    r->stopped ? ", stopped early" : "", r->hits, r->window);
+	char bound[160];
+
+	bound_text(r, bound, sizeof(bound));
+	krepro_info("race: %lu %s in %.1f s (bound: %s)%s; %lu window hits (%s)", r->rounds,
+		    r->rounds_of, r->seconds, bound, r->stopped ? ", stopped early" : "", r->hits,
+		    r->window);
 }
 
 void krepro_race_window_reached(const struct krepro_race *r)
@@ -50,16 +75,16 @@ void krepro_race_window_reached(const struct krepro_race *r)
 
 void krepro_race_pass(const struct krepro_race *r, const char *fmt, ...)
 {
-	char more[1024];
+	char more[1024], bound[160];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(more, sizeof(more), fmt, ap);
 	va_end(ap);
-	if (!bound_reached(r))
-		krepro_broken("the race stopped after %lu %s / %.1f s, before its bound (%lu or "
-			      "%.0f s)", r->rounds, r->rounds_of, r->seconds, r->max_rounds,
-			      r->max_seconds);
+	bound_text(r, bound, sizeof(bound));
+	if (r->stopped || (r->max_hits ? !covered(r) : !capped(r)))
+		krepro_broken("the race stopped after %lu %s / %.1f s, %lu window hits, before its "
+			      "bound (%s)", r->rounds, r->rounds_of, r->seconds, r->hits, bound);
 	krepro_race_window_reached(r);
 	krepro_pass("not reproduced in %lu %s / %.1f s, %lu window hits (%s): %s", r->rounds,
 		    r->rounds_of, r->seconds, r->hits, r->window, more);

@@ -11,7 +11,7 @@ from .backend import GuestSpec
 from .log import log
 from .paths import read
 from .early_stop import Watch
-from .reports.run_evidence import evidence_crash
+from .reports.run_evidence import evidence_crash, window_hits
 from .verdict import decide, infrastructure
 from .untrusted import fresh_dir
 
@@ -78,7 +78,8 @@ def judge(rundir, meta, res, keep=False):
     """The outcome of a guest that ran (res: backend.GuestResult), from the
     files it left in rundir, as run.json records it."""
     console = read(os.path.join(rundir, "console.log"))
-    v = decide(console, meta, read(os.path.join(rundir, "ktap.txt")), res.timed_out, res.status)
+    ktap = read(os.path.join(rundir, "ktap.txt"))
+    v = decide(console, meta, ktap, res.timed_out, res.status)
     if res.stopped_early:
         v["evidence"] += (" ; guest stopped when its answer was complete" if res.answer_complete is not None
                           else f" ; guest stopped {guest.after_report():g} s after the report ended")
@@ -98,7 +99,7 @@ def judge(rundir, meta, res, keep=False):
                 broken_cases=v["broken_cases"], report_title=title, reports=v["reports"][:20],
                 exit=v["exit"], timed_out=res.timed_out, stopped_early=res.stopped_early,
                 report_seen=res.report_seen, answer_complete=res.answer_complete,
-                qemu_status=res.status, **res.via)
+                window_hits=window_hits(ktap), qemu_status=res.status, **res.via)
 
 
 def decode_report(kernel, run, rundir, arch):

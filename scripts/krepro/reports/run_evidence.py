@@ -53,6 +53,25 @@ def own_evidence(ktap, cases):
     return out
 
 
+# A race's counts (repro/lib/race.c): "# race: ... ; W window hits (...)",
+# printed when the race ends, by its bound or by its evidence ("stopped early").
+RACE_HITS = re.compile(r"^# race: .*?(, stopped early)?; ([0-9]{1,12}) window hits \(")
+
+
+def window_hits(ktap):
+    """How often a race run reached its window: up to its evidence (the
+    counts of a race stopped early), else by its last counts line; None for
+    a run that printed none."""
+    hits = None
+    for line in ktap.splitlines():
+        m = RACE_HITS.match(line)
+        if m and m.group(1):
+            return int(m.group(2))
+        if m:
+            hits = int(m.group(2))
+    return hits
+
+
 def ktap_lines(ktap, tag):
     return [l[2:] for l in ktap.splitlines()
             if l.startswith("# ") and tag in l and not l.startswith("# hint:")]
