@@ -374,8 +374,8 @@ static int echo_socket(const struct krepro_addr *dst, uint16_t port, const char 
 	return fd;
 }
 
-int krepro_udp_echo(const struct krepro_addr *dst, uint16_t port, const char *dev,
-		    int timeout_ms)
+int krepro_udp_echo_until(const struct krepro_addr *dst, uint16_t port, const char *dev,
+			  int timeout_ms, bool (*lost)(void *arg), void *arg)
 {
 	static unsigned int seq;
 	char msg[64], buf[64];
@@ -389,11 +389,17 @@ int krepro_udp_echo(const struct krepro_addr *dst, uint16_t port, const char *de
 		ret = -errno;
 	for (double left; ret == -ETIMEDOUT && (left = deadline - krepro_now()) > 0;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		/* Rounded up: a wait of 0 ms would spin out the last one. */
+		int wait_ms = (int)(left * 1000) + 1;
 		ssize_t n;
 
-		/* Rounded up: a wait of 0 ms would spin out the last one. */
-		if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
+		if (lost && wait_ms > 20)
+			wait_ms = 20;
+		if (poll(&pfd, 1, wait_ms) <= 0) {
+			if (lost && lost(arg))
+				ret = -ECANCELED;
 			continue;
+		}
 		n = recv(fd, buf, sizeof(buf) - 1, 0);
 		if (n < 0)	/* an ICMP error for this socket */
 			ret = -errno;
@@ -402,4 +408,10 @@ int krepro_udp_echo(const struct krepro_addr *dst, uint16_t port, const char *de
 	}
 	close(fd);
 	return ret;
+}
+
+int krepro_udp_echo(const struct krepro_addr *dst, uint16_t port, const char *dev,
+		    int timeout_ms)
+{
+	return krepro_udp_echo_until(dst, port, dev, timeout_ms, NULL, NULL);
 }

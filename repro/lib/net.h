@@ -72,5 +72,10 @@ pid_t krepro_udp_echo_server(int nsfd, uint16_t port);
  * nothing came). */
 int krepro_udp_echo(const struct krepro_addr *dst, uint16_t port, const char *dev,
 		    int timeout_ms);
+/* The same, but the wait ends early, -ECANCELED, once lost(arg) says the
+ * datagram cannot come back (a counter showed it dropped); lost() is asked
+ * every 20 ms of the wait. */
+int krepro_udp_echo_until(const struct krepro_addr *dst, uint16_t port, const char *dev,
+			  int timeout_ms, bool (*lost)(void *arg), void *arg);
 
 #endif
