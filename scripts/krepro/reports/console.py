@@ -13,13 +13,14 @@ finds, e.g. "WARNING: refcount bug in j1939_can_recv" where the title is
 the first one counts (syzkaller_title()).
 """
 import functools
+import itertools
 import os
 import re
 
 from ..paths import TOP
 from . import syztitle
 from .console_lines import console_lines
-from .needles import any_needles, has_needle
+from .needles import any_needles
 from .trace import FRAME, TraceReader, line_frames
 from ..protocol import INIT
 
@@ -73,8 +74,12 @@ RULES = {}
 
 def any_header(patterns):
     """One regex matching where some row of the table does, or None: most
-    console lines are no report's header, and it says so at once."""
-    src = "|".join(regex.pattern for _, regex, _, _ in patterns)
+    console lines are no report's header, and it says so at once. The
+    alternatives are tried in the rows' order, each ending in an empty group
+    "rN", N its row's index: the group a match ends in (Match.lastgroup)
+    names the first row that matches. (At the end, not around the row: an
+    alternative that starts with a literal is passed over the quickest.)"""
+    src = "|".join(f"{regex.pattern}(?P<r{i}>)" for i, (_, regex, _, _) in enumerate(patterns))
     if re.search(r"\\[1-9]|\(\?P=", src):
         return None   # a back reference would not survive the renumbered groups
     try:
@@ -111,11 +116,14 @@ def classify_line(line, patterns, quick=None):
     """The report header a console line is (kind, title, stem, culprit
     rule), or None."""
     line = syztitle.unbracketed(line.lstrip())
-    if quick is not None and not quick.match(line):
+    hit = quick.match(line) if quick is not None else None
+    if quick is not None and hit is None:
         return None
     if any(regex.match(line) for regex in getattr(patterns, "ignore", ())):
         return None
-    for kind, regex, title, stem in patterns:
+    # The rows before the one quick found match nothing: not tried again.
+    first = int(hit.lastgroup[1:]) if hit is not None and hit.lastgroup else 0
+    for kind, regex, title, stem in itertools.islice(patterns, first, None):
         m = regex.match(line)
         if m:
             t, st = (OFFSETS.sub("", expand(m, x)).strip() if x else None for x in (title, stem))
@@ -208,14 +216,21 @@ def read_frames(lines, heads):
     the crashing task's reliable frames (TraceReader). Read when the crash
     ends, each line's frames found once for both, and only while a reader
     still wants them."""
-    needles = frame_needles()
+    # has_needle() inlined, a call less a line; no needles: "" is in every line.
+    needles = frame_needles() or ("",)
     reader, found = TraceReader(), {}
+    feed = reader.feed
     for i, line in enumerate(lines):
-        frames = line_frames(line) if has_needle(line, needles) else ()
+        for s in needles:
+            if s in line:
+                frames = line_frames(line)
+                for f in frames:
+                    found[f] = None
+                break
+        else:
+            frames = ()
         if reader.state != "after":
-            reader.feed(line, i in heads, frames)
-        for f in frames:
-            found[f] = None
+            feed(line, i in heads, frames)
     return list(found), reader.frames
 
 

@@ -142,12 +142,14 @@ def sources(line):
     out = {}
     if ":" not in line or not SRC_HINT.search(line):
         return out
-    for m in DECODED.finditer(line):
+    # Each regex tries every place in the line: asked only of a line with
+    # the text each of its matches holds.
+    for m in DECODED.finditer(line) if " (" in line else ():
         out.setdefault(m.group(1), SRC.findall(m.group(2))[-1])
-    m = INLINE.match(line)
+    m = INLINE.match(line) if "[inline]" in line else None
     if m:
         out.setdefault(m.group(2), m.group(3))
-    for m in SYZ_FRAME.finditer(line):
+    for m in SYZ_FRAME.finditer(line) if "+0x" in line else ():
         out.setdefault(m.group(1), m.group(2))
     return out
 
@@ -155,10 +157,16 @@ def sources(line):
 def sources_of(lines):
     """sources() of lines, the first source line of a function kept."""
     found = {}
-    for line in lines:
-        if ":" in line and SRC_HINT.search(line):
-            for f, src in sources(line).items():
-                found.setdefault(f, src)
+    # Only the lines with a source line's hint are read, found by searching
+    # the lines joined (SRC_HINT spans no line end): few lines have one.
+    text = "\n".join(lines)
+    m = SRC_HINT.search(text)
+    while m:
+        start, end = text.rfind("\n", 0, m.start()) + 1, text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        for f, src in sources(text[start:end]).items():
+            found.setdefault(f, src)
+        m = SRC_HINT.search(text, end)
     return found
 
 

@@ -14,7 +14,7 @@ import functools
 import itertools
 import re
 
-from .needles import each_needle, lines_holding, search
+from .needles import each_needle, has_needle, lines_holding, needles_of, search
 from .rustname import demangle
 from .syzrules import (ACCESS, ARM_ENTRY, DISPATCH, FRAME_LINE, FRAME_WITHIN, HANG_ANCHORS, HANG_SKIP,
                        INJECTED, LINES_AFTER_HEADING, QUESTIONABLE, SKIP, STACK_HEADINGS, STACK_START,
@@ -31,17 +31,27 @@ def canonical(frame):
     return WRAPPER.sub("", name, count=1) or name
 
 
-def frames_of(lines, plan, skipped):
-    """The frames a plan of steps finds, skipped ones left out; and whether
-    the stack was clean (no injected fault's frames in it)."""
+def frames_of(lines, plan, skipped, first=False):
+    """The frames a plan of steps finds, skipped ones left out (first: no
+    more once one is found); and whether the stack was clean (no injected
+    fault's frames in it)."""
     frames, i, s = [], 0, 0
+    starts = needles_of(STACK_START.pattern)
+    # Once first has its frame only an injected fault can change the
+    # answer: no line after the last with "should_fail" is read.
+    text = "\n".join(lines) if first else ""
+    at = text.rfind("should_fail")
+    last = text.count("\n", 0, at) if at >= 0 else -1
 
     def take(m):
-        frames.extend(g for g in m.groups() if g and not skipped(g))
+        if not (first and frames):
+            frames.extend(g for g in m.groups() if g and not skipped(g))
     while s < len(plan):
         step, s = plan[s], s + 1
         nxt = STEPS.get(plan[s]) if step == "stack" and s < len(plan) else None
         while i < len(lines):
+            if first and frames and i > last:
+                return frames, True
             line, i = lines[i], i + 1
             if "should_fail" in line and INJECTED.match(line):
                 return frames, False
@@ -52,13 +62,16 @@ def frames_of(lines, plan, skipped):
                     i -= step == "calls" and bool(ARM_ENTRY.match(line))   # the trace's first entry
                     break
                 continue
-            if search(STACK_START, line):
+            if has_needle(line, starts) and STACK_START.search(line):
                 break
             m = search(nxt, line) if nxt else None
             if m:
                 take(m)
                 s += 1
                 break
+            if first and frames:
+                # The rest of the stack is read for an injected fault only.
+                continue
             m = FRAME_LINE.match(line) if "+0x" in line else None
             if m:
                 take(m)
@@ -98,7 +111,8 @@ def culprit(lines, rule):
         return bool(machinery(f) or rule["skip"] and rule["skip"].search(f))
     func, clean = None, True
     for plan in rule["plans"]:
-        frames, clean = frames_of(lines, plan, skipped)
+        # Only the hung and stall pickers look past the first frame.
+        frames, clean = frames_of(lines, plan, skipped, first=rule["pick"] is None)
         frames = [canonical(f) for f in frames]
         if rule["pick"] == "hung":
             func = hung_function(frames)
@@ -132,14 +146,13 @@ def stack_missing(lines, end=None):
         i = first.get(k)
         if i is None:
             continue
-        # The lines after the heading, "? " frames left out: no more are
-        # read than the checks below need.
-        after = list(itertools.islice((line for line in itertools.islice(lines, i + 1, None)
-                                       if not QUESTIONABLE.match(line)),
-                                      max(FRAME_WITHIN, LINES_AFTER_HEADING)))
-        if end == "log" and len(after) < LINES_AFTER_HEADING:
+        # The lines after the heading, "? " frames left out, read as the
+        # checks below need them: the first frame is usually the next line.
+        after = (line for line in itertools.islice(lines, i + 1, None) if not QUESTIONABLE.match(line))
+        head = list(itertools.islice(after, LINES_AFTER_HEADING))
+        if end == "log" and len(head) < LINES_AFTER_HEADING:
             return True
-        for line in after[:FRAME_WITHIN]:
+        for line in itertools.islice(itertools.chain(head, after), FRAME_WITHIN):
             if ANY_HEADING.search(line):
                 return True
             if "(stack is not available)" in line or "+0x" in line and FRAME_LINE.match(line):

@@ -149,18 +149,25 @@ class TraceReader:
     def feed(self, line, header, frames=None):
         """One line of the report; frames: line_frames(line), when the
         caller has them."""
-        if self.state == "after":
+        state = self.state
+        if state == "after":
             return   # the trace has ended: nothing more is read
-        if self.state == "before" and " from " in line and ARM_ENTRY.match(line):
+        if state == "before" and " from " in line and ARM_ENTRY.match(line):
+            state = self.state = "in"
+        if state == "in":
+            if header or TRACE_CLOSE.match(line):
+                self.state = "after"
+                return
+            if UNRELIABLE.match(line):
+                return
+        elif TRACE_OPEN.match(line):
             self.state = "in"
-        if self.state == "in" and (header or TRACE_CLOSE.match(line)):
-            self.state = "after"
-        elif self.state == "before" and TRACE_OPEN.match(line):
-            self.state = "in"
-        elif self.state == "in" and not UNRELIABLE.match(line) or \
-                self.state == "before" and CRASH_SITE.match(line):
-            if frames is None:
-                frames = line_frames(line)
+            return
+        elif not CRASH_SITE.match(line):
+            return
+        if frames is None:
+            frames = line_frames(line)
+        if frames:
             new = [f for f in frames if f not in self.seen]
             self.frames += new
             self.seen.update(new)
