@@ -53,7 +53,7 @@ def one(label, d):
                        "window_hits": r["window_hits"] if isinstance(r.get("window_hits"), int) else None})
     boots = [g["boot"] for g in guests if g["boot"] is not None]
     wall = (when(rec["finished"]) - when(rec["started"])).total_seconds() if rec.get("finished") else None
-    return {"label": label, "command": rec.get("command"), "arch": rec.get("arch"), "mode": rec.get("mode"),
+    return {"label": label, "command": records.portable(rec.get("command") or []), "arch": rec.get("arch"), "mode": rec.get("mode"),
             "krepro": rec.get("krepro"), "accel": rec.get("accel"),
             "builds": {k["label"]: (k.get("build") or "")[:12] for k in rec["kernels"]},
             "wall": round(wall) if wall is not None else None, "guest_count": len(guests),

@@ -79,11 +79,6 @@ def hits_from_ktap(run_dir, run):
         return kept
 
 
-def portable(argv):
-    """The run's command without this machine's paths (its results directory)."""
-    return [("RESULTS" if i and argv[i - 1] == "--results" else a) for i, a in enumerate(argv)]
-
-
 def main(argv):
     if argv and argv[0] == "--readme":
         names = argv[1:] or sorted(os.listdir(os.path.join(TOP, "repro")))
@@ -106,7 +101,7 @@ def main(argv):
             return 128
     rec = recs[0]
     date = (rec.get("started") or "")[:10]
-    commands = [portable(r.get("command") or []) for r in recs]
+    commands = [records.portable(r.get("command") or []) for r in recs]
     by_repro = collections.defaultdict(list)
     for d, r in zip(o.run_dirs, recs):
         kernels = {k["label"]: k for k in r.get("kernels", [])}

@@ -152,6 +152,18 @@ def proof_record_self_test(check):
     check(huge["matched_signature"] is None, "a matched signature that is not text was kept")
     check(records.evidence([dict(got, infra=False)]) == "1× list_del corruption (signature #3 LIST)",
           f"the table's cell: {records.evidence([dict(got, infra=False)])!r}")
+    check(got["window_hits"] is None and pr.compact(dict(run, window_hits=7), {}, "t", "d")["window_hits"] == 7
+          and pr.compact(dict(run, window_hits="7"), {}, "t", "d")["window_hits"] is None,
+          "a run's window hits are kept only as a number")
+    saved = os.environ.get("KREPRO_CACHE")
+    os.environ["KREPRO_CACHE"] = "/c/krepro"
+    argv = ["run", "--results", "/x/r", "--kernel", "/c/krepro/distro/a.deb", "--kernel", "/c/krepro"]
+    got_argv = records.portable(argv)
+    os.environ.pop("KREPRO_CACHE")
+    if saved is not None:
+        os.environ["KREPRO_CACHE"] = saved
+    check(got_argv == ["run", "--results", "RESULTS", "--kernel", "$KREPRO_CACHE/distro/a.deb", "--kernel", "/c/krepro"],
+          f"a record's command keeps a path: {got_argv}")
 
 
 def main():
