@@ -244,6 +244,14 @@ struct seen {
 	struct counters before, after;
 };
 
+/* An echo's error as the verdict quotes it; ECANCELED: outer_failed(). */
+static const char *echo_error(int err)
+{
+	if (err == ECANCELED)
+		return "not waited for, wg0 counted a tx_error after it was sent";
+	return err ? strerror(err) : "";
+}
+
 /*
  * The verdict reads the counters, not only the echoes. Each echo sent is one
  * inner packet through wg0 and one outer UDP packet from WireGuard, and every
@@ -256,14 +264,6 @@ struct seen {
  * or the re-route finds no route, the hook drops the packet and
  * ip6tunnel_xmit() counts it (IPv6).
  */
-/* An echo's error as the verdict quotes it; ECANCELED: outer_failed(). */
-static const char *echo_error(int err)
-{
-	if (err == ECANCELED)
-		return "not waited for, wg0 counted a tx_error after it was sent";
-	return err ? strerror(err) : "";
-}
-
 static void judge(int outer, const char *rule, const struct seen *sn)
 {
 	const struct counters *before = &sn->before, *after = &sn->after;
