@@ -50,7 +50,7 @@ def one(label, d):
         guests.append({"repro": r["repro"], "kernel": r["kernel"], "run": r["run"],
                        "outcome": r["outcome"], "seconds": r.get("seconds"), "boot": boot,
                        "stopped_early": bool(r.get("stopped_early")),
-                       "window_hits": r["window_hits"] if isinstance(r.get("window_hits"), int) else None})
+                       "window_hits": records.hits_kept(r)})
     boots = [g["boot"] for g in guests if g["boot"] is not None]
     wall = (when(rec["finished"]) - when(rec["started"])).total_seconds() if rec.get("finished") else None
     return {"label": label, "command": records.portable(rec.get("command") or []), "arch": rec.get("arch"), "mode": rec.get("mode"),

@@ -61,7 +61,7 @@ def compact(run, kernels, accel, date, branch=None):
             "report_title": run.get("report_title"), "infra": bool(run.get("infra")),
             "stopped_early": bool(run.get("stopped_early")), "report_seen": run.get("report_seen"),
             "answer_complete": run.get("answer_complete"),
-            "window_hits": run["window_hits"] if isinstance(run.get("window_hits"), int) else None,
+            "window_hits": records.hits_kept(run),
             "accel": run.get("accel") or accel, "date": date,
             "branch": branch or branches.DEFAULT}
 
@@ -69,7 +69,7 @@ def compact(run, kernels, accel, date, branch=None):
 def hits_from_ktap(run_dir, run):
     """A run's window hits read again from its KTAP file (a run.json written
     before the runner kept them, or read them otherwise), else run.json's."""
-    kept = run.get("window_hits") if isinstance(run.get("window_hits"), int) else None
+    kept = records.hits_kept(run)
     if not isinstance(run.get("dir"), str) or not run["dir"]:
         return kept
     try:
