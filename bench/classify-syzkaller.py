@@ -3,7 +3,8 @@
 syzkaller's own expected titles.
 
 usage: bench/classify-syzkaller.py TESTDATA_DIR [--mismatches] [--part all|tune|held]
-           [--reader run|classify] [--record FILE --syzkaller-commit HASH --commit HASH --machine TEXT]
+           [--reader run|classify] [--record FILE --syzkaller-commit HASH --commit HASH --machine TEXT
+            --seen TEXT --change TEXT]
 
 TESTDATA_DIR is syzkaller's pkg/report/testdata/linux/report (a checkout of
 google/syzkaller; nothing of it is committed here). Each file there is a
@@ -17,7 +18,9 @@ krepro wrongly calls corrupted (the one figure where less is better). The held-b
 before any tuning) is reported apart: those figures are the ones that count.
 The arch is inferred from the log (arm64 "pc : ", ARM "PC is at", else x86_64).
 --record writes the figures (no log text) as a bench/records JSON record:
-"figures" holds the held-back part's six, "parts" every part's. --reader: the guest run's reader (console.crashes(), the
+"figures" holds the held-back part's six, "parts" every part's; --seen says
+what of the held-back part was looked at before (recorded as said, "not
+stated" without it). --reader: the guest run's reader (console.crashes(), the
 default) or the classify command's (classify.reports_of()).
 """
 import collections
@@ -124,8 +127,9 @@ def write_record(a, out, raw):
            "reader": a.reader,
            "files": out["all"]["files"],
            "held_back": f"{held['files']} files, those whose number is divisible by {HELD_BACK_EVERY}, "
-                        "chosen before any tuning; none of their mismatches was looked at while "
-                        "tuning (their totals were printed beside the tuned-on part's)",
+                        "chosen before any tuning",
+           "held_back_seen": a.seen or "not stated",
+           "change": a.change,
            "arch": "inferred from each log (arm64 'pc : ', ARM 'PC is at', else x86_64)",
            "figures": {f"held back: {k}": share_text(v) for k, v in held.items() if k != "files"},
            "parts": out, "raw": "\n".join(raw)}
@@ -143,6 +147,9 @@ def main(argv):
     p.add_argument("--syzkaller-commit", default="", help="the syzkaller commit the data is from")
     p.add_argument("--commit", default=None, help="the krepro commit measured")
     p.add_argument("--machine", default="", help="the machine it ran on")
+    p.add_argument("--seen", default="", help="what of the held-back part was looked at before "
+                   "this measurement (its mismatches, only its totals)")
+    p.add_argument("--change", default="", help="what changed since the last record")
     p.add_argument("--reader", choices=("run", "classify"), default="run",
                    help="the guest run's reader (default) or the classify command's")
     a = p.parse_args(argv)

@@ -2,15 +2,17 @@
 """syzkaller's rules the classifier follows beyond a report's title: when a
 report is corrupted (its stacks cut, interleaved or missing; a line left of
 a report whose header was lost), KMSAN's culprit, usb_submit_urb's WARNING
-title, SYZFAIL, an unexpected reboot and Rust panics. Every log here is
+title, SYZFAIL, an unexpected reboot, Rust panics, a bad page's allocator
+and a stack overflow's deep stack. Every log here is
 written for these tests in the kernel's report formats."""
+import io
 import os
 import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-from krepro.reports import console, rustname  # noqa: E402
+from krepro.reports import classify, console, rustname  # noqa: E402
 from krepro.verdict import decide  # noqa: E402
 from krepro.meta import Reproducer  # noqa: E402
 
@@ -155,6 +157,59 @@ class Titles(unittest.TestCase):
                 ("_RNv", "_RNv")):
             with self.subTest(sym):
                 self.assertEqual(rustname.demangle(sym), path)
+
+
+
+class BadPage(unittest.TestCase):
+    """A bad page is named by who allocated it (page_owner's stack), past
+    the allocator's own frames; without that stack it is corrupted."""
+    HEAD = ("BUG: Bad page state in process syz-executor209  pfn:7deea\n"
+            "page dumped because: PAGE_FLAGS_CHECK_AT_FREE flag(s) set\n")
+    OWNER = ("page_owner tracks the page as allocated\n"
+             "page last allocated via order 0, migratetype Unmovable, gfp_mask 0x40c40(GFP_NOFS), pid 5096\n"
+             " post_alloc_hook+0x1/0x2\n get_page_from_freelist+0x1/0x2\n __folio_alloc+0x1/0x2\n"
+             " pagecache_get_page+0x1/0x2\n __get_metapage+0x1/0x2\n diNewExt+0x1/0x2\n"
+             "page last free pid 5083 tgid 5083 stack trace:\n free_unref_page+0x1/0x2\n pipe_read+0x1/0x2\n")
+    TRACE = ("Call Trace:\n <TASK>\n dump_stack_lvl+0x1/0x2\n bad_page+0x1/0x2\n free_unref_folios+0x1/0x2\n"
+             " folio_add_lru+0x1/0x2\n shmem_get_folio_gfp+0x1/0x2\n </TASK>\n")
+
+    def test_named_by_the_allocating_stack(self):
+        self.assertEqual(verdict(self.HEAD + self.OWNER + self.TRACE),
+                         ("BUG: Bad page state in __get_metapage", False))
+
+    def test_without_page_owner(self):
+        self.assertEqual(verdict(self.HEAD + self.TRACE), ("BUG: Bad page state in corrupted", True))
+
+
+class DeepStack(unittest.TestCase):
+    """A stack overflow is named by the frame before the syscall's or the
+    work's dispatch, below hundreds of lines of recursion: such a report is
+    read to console.DEEP_TRACE_LINES, however the log reaches krepro."""
+    HEAD = ("BUG: TASK stack guard page was hit at ffffc90000a0fff8 (stack is ffffc90000a10000..ffffc90000a18000)\n"
+            "stack guard page: 0000 [#1] PREEMPT SMP KASAN\nRIP: 0010:mark_lock+0x1/0x2\nCall Trace:\n <TASK>\n")
+    TAIL = " rtnl_newlink+0x1/0x2\n rtnetlink_rcv_msg+0x1/0x2\n netlink_rcv_skb+0x1/0x2\n" + END
+
+    def log(self, depth):
+        recursion = "".join(f" {'recurse_a' if i % 2 else 'recurse_b'}+0x1/0x2\n" for i in range(depth))
+        noise = "".join(f"[{i:5}.000000] noise line {i}\n" for i in range(20000))
+        return noise + self.HEAD + recursion + self.TAIL
+
+    def titles(self, text):
+        return ([(c["culprit"], c["corrupted"]) for c in console.crashes(text)],
+                [(classify.title_of(c), c["corrupted"]) for c, _ in classify.reports_of(io.StringIO(text))])
+
+    def test_the_culprit_below_the_recursion(self):
+        want = [("BUG: stack guard page was hit in rtnl_newlink", False)]
+        self.assertEqual(self.titles(self.log(600)), (want, want))
+
+    def test_a_deeper_stack_is_still_read_to_its_window_only(self):
+        want = [("BUG: stack guard page was hit in corrupted", True)]
+        self.assertEqual(self.titles(self.log(console.DEEP_TRACE_LINES)), (want, want))
+
+    def test_other_reports_keep_their_window(self):
+        recursion = "".join(" recurse_a+0x1/0x2\n" for _ in range(300))
+        log = GPF + "Call Trace:\n" + recursion + FRAMES + END
+        self.assertEqual([len(c["frames"]) for c in console.crashes(log)], [2])
 
 
 if __name__ == "__main__":

@@ -135,7 +135,7 @@ def vmlinux_arch(path):
 
 def crash_text(buf, crash):
     """The unwrapped lines of a crash from the lines kept: its first header
-    to its end line, at most console.TRACE_LINES."""
+    to its end line, at most its window (console.window())."""
     # buf is in line order: the crash's lines are its last ones, read from
     # the end, not every line kept looked at.
     out = []
@@ -144,7 +144,7 @@ def crash_text(buf, crash):
             break
         out.append(line)
     out.reverse()
-    del out[console.TRACE_LINES:]
+    del out[crash["window"]:]
     # The end line, told by its start as console.crashes_marked() tells it:
     # quicker than one multiline search of the lines joined.
     starts, end = console.END_STARTS, console.REPORT_END
@@ -186,7 +186,7 @@ def reports_of(f, decoder=None):
 def all_reports(f, tracker, decoder=None):
     """(crash dict, [{function, source}]) for every report in the log f,
     each line read also given to tracker (a firmware.Boots)."""
-    buf = collections.deque(maxlen=console.TRACE_LINES + 2)
+    buf = collections.deque(maxlen=console.DEEP_TRACE_LINES + 2)
     patterns = console.load_patterns()
     # A report's lines are each header and the lines after it, the most
     # crashes_stream() reads of one: the rest of the log is passed over. A
@@ -205,9 +205,11 @@ def all_reports(f, tracker, decoder=None):
         return undecoded(line)
 
     # A report's window counts pasted lines: journalctl -o verbose spends
-    # nine or more on a message.
+    # nine or more on a message. A block with a deep report's header opens
+    # windows of its length.
+    wide = (pasted.WIDE,) + tuple((s, console.DEEP_TRACE_LINES + 1) for s in console.deep_needles(patterns))
     marked = logtext.marked_lines(f, wanted, console.TRACE_LINES + 1, first=True, alone=firmware.NEEDLES,
-                                  wide=pasted.WIDE)
+                                  wide=wide)
     # A pasted line can hold several messages, or none (reports/pasted.py).
     marked = pasted.lines(marked)
     for crash in console.crashes_marked(marked, patterns, read):

@@ -20,7 +20,7 @@ import re
 from ..paths import TOP
 from . import syztitle
 from .console_lines import console_lines
-from .needles import any_needles
+from .needles import any_needles, needle
 from .trace import FRAME, TraceReader, line_frames
 from ..protocol import INIT
 
@@ -35,6 +35,9 @@ REPORT_END = re.compile(r"^(---\[ end |(?!={77}$)={20,}$|" + INIT + ")")
 # otherwise (most) is no end line, and says so at once.
 END_STARTS = ("---[ end ", "=" * 20, INIT)
 TRACE_LINES = 150
+# A report whose rule says "deep" (a stack overflow's recursion: syzkaller
+# names it by a frame some hundreds of lines down) is read this far.
+DEEP_TRACE_LINES = 1000
 
 
 class Table(list):
@@ -66,6 +69,18 @@ def load_patterns(path=PATTERNS_TSV):
             RULES[compiled.pattern] = rule
     rows.ignore = tuple(ignore)
     return rows
+
+
+def window(rule_text):
+    """How many lines a report of a row with this culprit rule is read to."""
+    return DEEP_TRACE_LINES if syztitle.parse_rule(rule_text)["deep"] else TRACE_LINES
+
+
+def deep_needles(patterns):
+    """A needle of each row read to DEEP_TRACE_LINES (window()): a log
+    block holding one opens windows that long (logtext.marked_lines())."""
+    return tuple(needle(regex.pattern[4:-1]) or regex.pattern for _, regex, _, _ in patterns
+                 if window(RULES.get(regex.pattern)) > TRACE_LINES)
 
 
 # A row's culprit rule, by its compiled regex's pattern (load_patterns()).
@@ -156,7 +171,9 @@ def crashes(text, patterns=None):
     (reports/syztitle.py): culprit (the title, "STEM in FUNCTION"), stem (with
     KASAN's access type), access ("Read", "Write" or None), function (the
     culprit function or None) and corrupted (True when its stack has no
-    culprit or is mixed with another's)."""
+    culprit or is mixed with another's); window, the lines it could be
+    read to (TRACE_LINES, or DEEP_TRACE_LINES when a header's rule says
+    "deep")."""
     return list(crashes_stream(console_lines(text), patterns))
 
 
@@ -185,7 +202,7 @@ def crashes_marked(lines, patterns=None, read=None):
         if read is not None:
             line = read(n, line)
         ended = cur is not None and line.startswith(END_STARTS) and REPORT_END.match(line)
-        if cur is not None and (len(kept) >= TRACE_LINES or ended and kept):
+        if cur is not None and (len(kept) >= cur["window"] or ended and kept):
             yield finish(cur, "line" if ended else None)
             cur, kept = None, None
             if not line.startswith("krepro"):
@@ -194,7 +211,9 @@ def crashes_marked(lines, patterns=None, read=None):
         if h is not None:
             if cur is None:
                 kept = []
-                cur = {"kind": h[0], "title": h[1], "line": n, "headers": [], "_lines": kept, "_heads": []}
+                cur = {"kind": h[0], "title": h[1], "line": n, "window": TRACE_LINES, "headers": [],
+                       "_lines": kept, "_heads": []}
+            cur["window"] = max(cur["window"], window(h[3]))
             cur["headers"].append([h[0], h[1]])
             cur["_heads"].append((len(kept), h[2], h[3]))
         if kept is not None:

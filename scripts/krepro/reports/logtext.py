@@ -81,10 +81,11 @@ WRAPPING = re.compile(rf"^(?:> ?)*{_BLANKS}?(?:{_SYSLOG})?(?:{_LEVEL})?(?:(?:{_S
 
 # A decoded frame: "name (file.c:12)", inlines "name (a.c:1 b.h:2)", each
 # line perhaps with "(discriminator 1)"; a segment before it ("0010:name
-# (...)") kept as it is.
+# (...)") kept as it is. A message's "at (file.c:12)" (an assertion's
+# place) names no function "at".
 _SRC = r"[A-Za-z0-9_./+~-]+\.[A-Za-z]+:[0-9]+"
 _DISC = r"(?: \(discriminator [0-9]+\))?"
-DECODED = re.compile(rf"(?<![A-Za-z0-9_.+/])([A-Za-z_][A-Za-z0-9_.]*) \(({_SRC}{_DISC}(?: {_SRC}{_DISC})*)\)")
+DECODED = re.compile(rf"(?<![A-Za-z0-9_.+/])(?!at \()([A-Za-z_][A-Za-z0-9_.]*) \(({_SRC}{_DISC}(?: {_SRC}{_DISC})*)\)")
 SRC = re.compile(_SRC)
 # What every source line has (a dot, letters, a colon, a digit), found fast
 # (a literal first): a line without it has no decoded frame to read.
@@ -204,8 +205,9 @@ def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wid
     the others can only be inside a report. needles None: every line, each
     a hit. alone: needles that make a line a hit without the lines after
     it; first: the log's first line is such a hit too (reports/firmware.py: a banner
-    and whose a log is are told by one line each). wide (text, lines): a
-    block holding text opens windows of that many lines instead."""
+    and whose a log is are told by one line each). wide ((text, lines),
+    ...): a block holding a text opens windows of its many lines instead
+    (the most of those it holds)."""
     if needles is None:
         for n, line in file_lines(f):
             yield n, line, True
@@ -233,7 +235,7 @@ def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wid
         # Each hit opens a window of itself and `after` lines (one line, a
         # hit of alone); `left` is what remains of the last one, carried
         # across blocks.
-        size = wide[1] + 1 if wide and wide[0] in block else after + 1
+        size = max([k for text, k in wide or () if text in block], default=after) + 1
         opens = sorted([(h, size) for h in hit_lines(block, lines, hits, needles, other_ends)]
                        + [(h, 1) for h in hit_lines(block, lines, single, alone, other_ends)])
         if first and n == 0 and lines and (not opens or opens[0][0] != 0):

@@ -11,7 +11,7 @@ lines, each finding the first line that matches it after the previous one:
   calls    a call trace heading (or 6.1 ARM's first unwinder entry)
   stack    the frames of the lines that follow, up to the next stack
   at, pc   a lockdep "at: FUNC" line; a "[<addr>] FUNC" line
-  trying, takes, changed, became, leaving, leaks, irq, irqs, lastfn,
+  trying, takes, changed, became, leaving, leaks, allocated, irq, irqs, lastfn,
   protector, src: the lines STEPS names
   trace    short for "calls stack"; the rule when column 5 is empty
   none     no function: the title is the stem
@@ -24,7 +24,9 @@ FUNC/usb_submit_urb"), "stem=next" (the stem is the line after the
 header: a Rust panic's message), "nostack" (the report need not show a stack: a stack cut or
 absent does not make it corrupted, stack_missing()), "corrupted" (the line
 is what is left of a report whose header was lost: always corrupted), "skip=RE" (more frames to skip), "hung" and "stall" (syzkaller's
-pickers for hangs and stalls). A report whose rule finds no function is
+pickers for hangs and stalls), "deep" (the culprit can be far down a long
+stack, a recursion's: the report is read to console.DEEP_TRACE_LINES lines,
+not console.TRACE_LINES). A report whose rule finds no function is
 "STEM in corrupted", and corrupted, as is one mixed with a fault
 injection's stack.
 """
@@ -41,10 +43,10 @@ SKIP = re.compile("|".join((
     r"print_usage_bug|do_error|_trap$|do_trap|show_stack|dump_stack|walk_stack|dump_backtrace",
     r"warn_slowpath|warn_alloc|warn_bogus|__warn|print_tainted|printk|va_format",
     r"dev_(info|notice|warn|err|alert|crit|emerg)|hex_dump|stack_trace_|arch_stack_walk",
-    r"seqprop_assert|__fortify_report|__alloc_frozen_pages",
+    r"seqprop_assert|__fortify_report|__alloc_frozen_pages|program_check_(exception|common)",
     # allocation
     r"alloc_page|k?v?[mzc]alloc|krealloc|kmem_cache|allocate_slab|slab_|folio_(alloc|unlock)",
-    r"filemap_alloc_folio|__filemap_get_folio|find_or_create_page|read_cache_(page|folio)",
+    r"filemap_alloc_folio|__filemap_get_folio|find_or_create_page|do_read_cache_folio|read_cache_page",
     r"pagecache_get_page|grab_cache_page_write_begin|^kv?free$|kfree_skb",
     # debug objects, lockdep, locking
     r"debug_object|(timer|work)_is_static_object|lockdep|bh_(en|dis)able|perf_trace",
@@ -63,7 +65,7 @@ SKIP = re.compile("|".join((
     r"[pg]et_user|might_(fault|sleep|resched)|string|pointer|s?c?n?printf|k?v?asprintf",
     r"_indirect_thunk_|^crc[0-9]+|crc_itu_t|assertfail|(read|write)[bwlq]$|logic_(in|out)",
     # waiting and tearing down on another's behalf
-    r"wake_up|^complete$|wait_for_completion|finish_wait|kthread_stop|del_timer",
+    r"__wake_up|^complete$|wait_for_completion|finish_wait|kthread_stop|del_timer",
     r"flush_work|cancel_work|try_to_grab_pending|(flush|drain|destroy)_workqueue|queue_work",
     r"insert_work|queue_delayed_work|__timer_delete_sync|sk_stop_timer_sync|__mod_timer",
     r"cleanup_srcu_struct|ida_free",
@@ -145,6 +147,7 @@ STEPS = {
     "at": re.compile(r"at: (?:\[<[0-9a-f]+>\] +)?" + FUNC),
     "became": re.compile(r"which became .* at:"),
     "leaks": re.compile(r"backtrace(?: \(crc [0-9a-f]*\))?:"),
+    "allocated": re.compile(r"page last allocated"),
     "src": re.compile(r"[A-Za-z0-9_/.-]+\.[ch]:[0-9]+"),
     "irq": re.compile(r"apic_timer_interrupt"),
     "irqs": re.compile(r"apic_timer_interrupt|Exception stack|el1h_64_irq"),
@@ -164,7 +167,7 @@ def parse_rule(text):
     Parsed once a rule (the table has few): the dict is shared, not to be
     changed."""
     rule = {"plans": [], "access": False, "skip": None, "pick": None, "raw": False, "need": None,
-            "nostack": False, "corrupted": False, "after": "", "stem_next": False}
+            "nostack": False, "corrupted": False, "after": "", "stem_next": False, "deep": False}
     plan = []
     for word in (text or "trace").split():
         if word == "|":
@@ -174,7 +177,7 @@ def parse_rule(text):
             rule["access"] = True
         elif word == "raw":
             rule["raw"] = True
-        elif word in ("nostack", "corrupted"):
+        elif word in ("nostack", "corrupted", "deep"):
             rule[word] = True
         elif word.startswith("need="):
             rule["need"] = STEPS[word[5:]]
