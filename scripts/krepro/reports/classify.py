@@ -205,11 +205,11 @@ def all_reports(f, tracker, decoder=None):
         return undecoded(line)
 
     # A report's window counts pasted lines: journalctl -o verbose spends
-    # nine or more on a message. A block with a deep report's header opens
-    # windows of its length.
-    wide = (pasted.WIDE,) + tuple((s, console.DEEP_TRACE_LINES + 1) for s in console.deep_needles(patterns))
+    # nine or more on a message. A deep report's header opens a window of
+    # its length.
+    deep = tuple((s, console.DEEP_TRACE_LINES + 1) for s in console.deep_needles(patterns))
     marked = logtext.marked_lines(f, wanted, console.TRACE_LINES + 1, first=True, alone=firmware.NEEDLES,
-                                  wide=wide)
+                                  wide=pasted.WIDE, deep=deep)
     # A pasted line can hold several messages, or none (reports/pasted.py).
     marked = pasted.lines(marked)
     for crash in console.crashes_marked(marked, patterns, read):

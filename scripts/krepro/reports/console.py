@@ -71,14 +71,15 @@ def load_patterns(path=PATTERNS_TSV):
     return rows
 
 
+@functools.lru_cache(maxsize=256)
 def window(rule_text):
     """How many lines a report of a row with this culprit rule is read to."""
     return DEEP_TRACE_LINES if syztitle.parse_rule(rule_text)["deep"] else TRACE_LINES
 
 
 def deep_needles(patterns):
-    """A needle of each row read to DEEP_TRACE_LINES (window()): a log
-    block holding one opens windows that long (logtext.marked_lines())."""
+    """A needle of each row read to DEEP_TRACE_LINES (window()): a line
+    holding one opens a window that long (logtext.marked_lines())."""
     return tuple(needle(regex.pattern[4:-1]) or regex.pattern for _, regex, _, _ in patterns
                  if window(RULES.get(regex.pattern)) > TRACE_LINES)
 
@@ -194,31 +195,33 @@ def crashes_marked(lines, patterns=None, read=None):
     reads."""
     patterns = patterns or load_patterns()
     quick = any_header(patterns)
-    # cur: the open crash; kept: its lines (cur["_lines"], the same list).
-    cur, kept = None, None
+    # cur: the open crash; kept: its lines (cur["_lines"], the same list);
+    # limit: its window (cur["window"] once it ends).
+    cur, kept, limit = None, None, TRACE_LINES
     for n, line, hit in lines:
         if cur is None and not hit:
             continue
         if read is not None:
             line = read(n, line)
         ended = cur is not None and line.startswith(END_STARTS) and REPORT_END.match(line)
-        if cur is not None and (len(kept) >= cur["window"] or ended and kept):
+        if cur is not None and (len(kept) >= limit or ended and kept):
+            cur["window"] = limit
             yield finish(cur, "line" if ended else None)
-            cur, kept = None, None
+            cur, kept, limit = None, None, TRACE_LINES
             if not line.startswith("krepro"):
                 continue
         h = classify_line(line, patterns, quick) if hit else None
         if h is not None:
             if cur is None:
                 kept = []
-                cur = {"kind": h[0], "title": h[1], "line": n, "window": TRACE_LINES, "headers": [],
-                       "_lines": kept, "_heads": []}
-            cur["window"] = max(cur["window"], window(h[3]))
+                cur = {"kind": h[0], "title": h[1], "line": n, "headers": [], "_lines": kept, "_heads": []}
+            limit = max(limit, window(h[3]))
             cur["headers"].append([h[0], h[1]])
             cur["_heads"].append((len(kept), h[2], h[3]))
         if kept is not None:
             kept.append(line)
     if cur is not None:
+        cur["window"] = limit
         yield finish(cur, "log")
 
 

@@ -199,15 +199,17 @@ def report_lines(f, needles, after, block_size=BLOCK):
         yield n, line
 
 
-def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wide=None):
+def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wide=None, deep=()):
     """report_lines() as (number, line, hit): hit says the line holds one of
     needles, so it can be a report's header (console.crashes_marked());
     the others can only be inside a report. needles None: every line, each
     a hit. alone: needles that make a line a hit without the lines after
     it; first: the log's first line is such a hit too (reports/firmware.py: a banner
-    and whose a log is are told by one line each). wide ((text, lines),
-    ...): a block holding a text opens windows of its many lines instead
-    (the most of those it holds)."""
+    and whose a log is are told by one line each). wide (text, lines): a
+    block holding text opens windows of that many lines instead. deep
+    ((text, lines), ...): a hit holding a text opens a window of its many
+    lines, if more (a line is looked at, not a block: most blocks hold no
+    such text, and a search of every block costs as much as the rest)."""
     if needles is None:
         for n, line in file_lines(f):
             yield n, line, True
@@ -235,15 +237,24 @@ def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wid
         # Each hit opens a window of itself and `after` lines (one line, a
         # hit of alone); `left` is what remains of the last one, carried
         # across blocks.
-        size = max([k for text, k in wide or () if text in block], default=after) + 1
-        opens = sorted([(h, size) for h in hit_lines(block, lines, hits, needles, other_ends)]
-                       + [(h, 1) for h in hit_lines(block, lines, single, alone, other_ends)])
+        size = wide[1] + 1 if wide and wide[0] in block else after + 1
+        hit = hit_lines(block, lines, hits, needles, other_ends)
+        opens = [(h, _longest(lines[h], deep, size)) for h in hit] if deep else [(h, size) for h in hit]
+        opens = sorted(opens + [(h, 1) for h in hit_lines(block, lines, single, alone, other_ends)])
         if first and n == 0 and lines and (not opens or opens[0][0] != 0):
             opens.insert(0, (0, 1))
         left = yield from _windows(lines, n, opens, left)
         n += len(lines)
         if not data:
             return
+
+
+def _longest(line, deep, size):
+    """The window a hit line opens: size, or a deep text's if it holds one."""
+    for text, k in deep:
+        if text in line:
+            size = max(size, k + 1)
+    return size
 
 
 def _whole_lines(f, block, more, block_size):
