@@ -37,6 +37,8 @@ import sys
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+import proof_records as records  # noqa: E402
 CONSOLE = os.path.join(TOP, "tests", "console")
 QUIET = ["real-xfs-nowait-dio-pass.log", "real-bpf-percpu-reuse-patched.log"]
 FAILING = ["real-tcmu-uio-rmdir-unpatched.log", "real-can-j1939-echo-unpatched.log",
@@ -156,7 +158,7 @@ def main(argv):
                **({"against_commit": against} if o.against else {}),
                "conditions": f"{o.conditions + '; ' if o.conditions else ''}load average {load} at the end; "
                              "other work may have shared the cores",
-               "command": "bench/classify-speed.py " + " ".join(argv),
+               "command": "bench/classify-speed.py " + " ".join(records.portable(argv)),
                "figures": {f"{n}-seconds": f"{r['seconds']} s" for n, r in results.items()}
                | {f"{n}-cpu-seconds": f"{r['cpu_seconds']} s" for n, r in results.items()}
                | {f"{n}-rss": f"{r['peak_rss_mib']} MiB" for n, r in results.items()}
@@ -173,5 +175,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.join(TOP, "scripts"))
     sys.exit(main(sys.argv[1:]))

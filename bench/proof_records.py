@@ -34,7 +34,8 @@ def hits_kept(run):
 
 def portable(argv):
     """A run's command without this machine's paths: the results directory
-    as RESULTS, a path in krepro's cache as $KREPRO_CACHE/..., the home
+    as RESULTS, another checkout measured beside this one (--against) as
+    WORKTREE, a path in krepro's cache as $KREPRO_CACHE/..., the home
     directory as ~."""
     cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "krepro")
     cache = os.environ.get("KREPRO_CACHE") or cache
@@ -43,6 +44,8 @@ def portable(argv):
     for i, a in enumerate(argv):
         if i and argv[i - 1] == "--results":
             a = "RESULTS"
+        elif i and argv[i - 1] == "--against":
+            a = "WORKTREE"
         elif isinstance(a, str) and a.startswith(cache + os.sep):
             a = "$KREPRO_CACHE" + a[len(cache):]
         elif isinstance(a, str) and home != os.sep and a.startswith(home + os.sep):

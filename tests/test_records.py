@@ -157,12 +157,14 @@ def proof_record_self_test(check):
           "a run's window hits are kept only as a number")
     saved = os.environ.get("KREPRO_CACHE")
     os.environ["KREPRO_CACHE"] = "/c/krepro"
-    argv = ["run", "--results", "/x/r", "--kernel", "/c/krepro/distro/a.deb", "--kernel", "/c/krepro"]
+    argv = ["run", "--results", "/x/r", "--kernel", "/c/krepro/distro/a.deb", "--kernel", "/c/krepro",
+            "--against", "/w/base"]
     got_argv = records.portable(argv)
     os.environ.pop("KREPRO_CACHE")
     if saved is not None:
         os.environ["KREPRO_CACHE"] = saved
-    check(got_argv == ["run", "--results", "RESULTS", "--kernel", "$KREPRO_CACHE/distro/a.deb", "--kernel", "/c/krepro"],
+    check(got_argv == ["run", "--results", "RESULTS", "--kernel", "$KREPRO_CACHE/distro/a.deb", "--kernel", "/c/krepro",
+                       "--against", "WORKTREE"],
           f"a record's command keeps a path: {got_argv}")
 
 
