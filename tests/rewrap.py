@@ -111,6 +111,9 @@ WRAPPINGS = {
                                      if STAMP.match(l) else l)),
     "samsung": per_line(lambda l: (STAMP.match(l).group(0) + "[1:  kworker/1:1:  123] " + message(l)
                                    if STAMP.match(l) else l)),
+    "samsung-level": per_line(lambda l: (STAMP.match(l).group(0).rstrip() + "  [L3:  kworker/1:1:  123] " + message(l)
+                                         if STAMP.match(l) else l)),
+    "console-capture-iso": per_line(lambda l: "2025-08-31T23:36:54Z - " + message(l)),
     "android-cpu-pid-comm": per_line(lambda l: (STAMP.match(l).group(0) + "c1 123 (kworker/1:1) " + message(l)
                                                 if STAMP.match(l) else l)),
     "mediatek": per_line(lambda l: (STAMP.match(l).group(0) + "(1)[123:kworker/1:1]" + message(l)

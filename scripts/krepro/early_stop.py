@@ -53,16 +53,17 @@ def ktap_complete(ktap, cases=()):
     return bool(cases) and set(cases) <= names
 
 
-def report_ended(console, line):
+def report_ended(console, line, window=TRACE_LINES):
     """Has the report that starts on console line `line` (1-based, as
-    console_lines() numbers them) ended: an end line after it, or
-    TRACE_LINES lines of it?"""
+    console_lines() numbers them) ended: an end line after it, or its
+    window's lines of it (a stack overflow's is longer: its crash dict's
+    "window")?"""
     after = 0
     for n, l in console_lines(console):
         if n <= line:
             continue
         after += 1
-        if REPORT_END.match(l) or after >= TRACE_LINES:
+        if REPORT_END.match(l) or after >= window:
             return True
     return False
 
@@ -96,7 +97,8 @@ class Watch:
         if not (res["signature"] or "").startswith("report: "):
             return None
         bug = next(r for r in res["reports"] if r.get("bug"))
-        if not (report_ended(console, bug["line"]) or now - self.quiet_since >= QUIET):
+        if not (report_ended(console, bug["line"], bug.get("window", TRACE_LINES))
+                or now - self.quiet_since >= QUIET):
             return None
         if self.ktap_path and ktap_complete(ktap, self.meta.cases):
             return "complete"

@@ -58,18 +58,19 @@ _LEVEL = (r"(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp
 # The timestamp: printk's own (a vendor's CPU after it, "@0"; a locale's
 # decimal comma), dmesg -T, dmesg -H/-d (its minute headings in the
 # locale's words: "[Jan14 21:40]", "[30. Jul 08:55]"), dmesg --time-format
-# iso, Android's last_kmsg ("1276.705430:   <1> (01-28 07:22:33.304698634)").
+# iso (a console capture's " -" after it), Android's last_kmsg
+# ("1276.705430:   <1> (01-28 07:22:33.304698634)").
 _STAMP = (r"\[ *\+?[0-9]+[.,][0-9]*(?:@[0-9]+)?\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]?[0-9] [0-9:]{8} [0-9]{4}\]"
           r"|\[[^\[\]]{3,16} [0-9]{2}:[0-9]{2}\]|\[ *\+? *[0-9]+\.[0-9]+ *<[^>]*>\]"
           r"|[0-9]+\.[0-9]{6}: +(?:<[0-7]> +)?\([0-9]{2}-[0-9]{2} [0-9:.]+\)"
-          rf"|{_ISO}")
+          rf"|{_ISO}(?: -(?= ))?")
 # The printk caller id, or a vendor's bare CPU number ("[0]").
 _CALLER = r"\[ *[TC]?[0-9]+\]"
 # After the timestamp, vendor kernels' own: "[pid:123,cpu1,comm]" (HiSilicon),
-# "[0:   swapper:    0]" (Samsung), "(0)[123:comm]" (MediaTek), "c0 1
+# "[0:   swapper:    0]" and " [L3:   comm:  715]" (Samsung), "(0)[123:comm]" (MediaTek), "c0 1
 # (swapper/0)" and "c1 " (older Android kernels' CPU, pid and comm); crash's
 # `log -m` level, "<4>".
-_VENDOR = (r"\[pid:[0-9]+,cpu[0-9]+,[^\]]*\]|\[ *[0-9]+: *[^\]]*: *[0-9]+\]|\([0-9]+\)\[[0-9]+:[^\]]*\]"
+_VENDOR = (r"\[pid:[0-9]+,cpu[0-9]+,[^\]]*\]| ?\[ *[A-Z]?[0-9]+: *[^\]]*: *[0-9]+\]|\([0-9]+\)\[[0-9]+:[^\]]*\]"
            r"|c[0-9]{1,3}(?: +[0-9]+ \([^)]*\))?(?= )|<[0-7]>")
 # Blanks before it all: a markdown code block's indent (before a timestamp,
 # a level or a journal's date), or journalctl's under a message's first
@@ -112,7 +113,7 @@ def unwrap(line):
     one counts, as in the guest run's reader (console_lines.INNER_STAMP)."""
     line = line.rstrip("\r\n")
     m = CONSOLE_STAMP.match(line)
-    if m is None or line.startswith(("[", "(", "<", "c"), m.end()) or "kernel:" in line:
+    if m is None or line.startswith(("[", "(", "<", "c", " ["), m.end()) or "kernel:" in line:
         m = WRAPPING.match(line)
     msg = line[m.end():] if m.end() else line
     return last_message(msg) if "]" in msg or " login: " in msg else msg
