@@ -86,7 +86,8 @@ WRAPPING = re.compile(rf"^(?:> ?)*{_BLANKS}?(?:{_SYSLOG})?(?:{_LEVEL})?(?:(?:{_S
 # place) names no function "at".
 _SRC = r"[A-Za-z0-9_./+~-]+\.[A-Za-z]+:[0-9]+"
 _DISC = r"(?: \(discriminator [0-9]+\))?"
-DECODED = re.compile(rf"(?<![A-Za-z0-9_.+/])(?!at \()([A-Za-z_][A-Za-z0-9_.]*) \(({_SRC}{_DISC}(?: {_SRC}{_DISC})*)\)")
+DECODED = re.compile(rf"(?<![A-Za-z0-9_.+/])(?!at \()([A-Za-z_][A-Za-z0-9_.]*) "
+                     rf"\(({_SRC}{_DISC}(?: {_SRC}{_DISC})*)\)")
 SRC = re.compile(_SRC)
 # What every source line has (a dot, letters, a colon, a digit), found fast
 # (a literal first): a line without it has no decoded frame to read.
