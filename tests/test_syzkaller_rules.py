@@ -2,8 +2,8 @@
 """syzkaller's rules the classifier follows beyond a report's title: when a
 report is corrupted (its stacks cut, interleaved or missing; a line left of
 a report whose header was lost), KMSAN's culprit, usb_submit_urb's WARNING
-title, SYZFAIL, an unexpected reboot, Rust panics, a bad page's allocator
-and a stack overflow's deep stack. Every log here is
+title, SYZFAIL, an unexpected reboot, Rust panics, a bad page's allocator,
+a stack overflow's deep stack and reports interleaved by task (caller ids). Every log here is
 written for these tests in the kernel's report formats."""
 import io
 import os
@@ -179,6 +179,45 @@ class BadPage(unittest.TestCase):
 
     def test_without_page_owner(self):
         self.assertEqual(verdict(self.HEAD + self.TRACE), ("BUG: Bad page state in corrupted", True))
+
+
+class CallerIds(unittest.TestCase):
+    """With printk's caller id on each line, a report is read from its own
+    task's lines, as syzkaller reads it: another task's lines in between
+    neither cut nor name it, and its header is still among the headers."""
+    OWN = ["general protection fault, probably for non-canonical address 0xdffffc0000000019: 0000 [#1]",
+           "RIP: 0010:refcount_sub_and_test_checked+0x8e/0x200", "Call Trace:",
+           " x25_connect+0x1/0x2", " __sys_connect+0x1/0x2", " do_syscall_64+0x1/0x2"]
+    OTHER = ["BUG: KASAN: null-ptr-deref in other_fn+0x1/0x2", "Read of size 4 at addr 00000000000000c8",
+             "Call Trace:", " other_fn+0x1/0x2", " other_caller+0x1/0x2", "---[ end trace 0 ]---"]
+
+    def interleaved(self, own, other):
+        lines = []
+        for i in range(max(len(own), len(other))):
+            lines += [f"[  10.{i:06d}][ T{tid}] {part[i]}" for tid, part in ((1560, own), (1533, other))
+                      if i < len(part)]
+        return "\n".join(lines) + "\n"
+
+    def test_the_headers_task_names_it(self):
+        found = list(classify.reports_of(io.StringIO(self.interleaved(self.OWN, self.OTHER))))
+        self.assertEqual([(classify.title_of(c), c["corrupted"]) for c, _ in found][:1],
+                         [("general protection fault in x25_connect", False)])
+        self.assertIn(["KASAN", "KASAN: null-ptr-deref in other_fn"], found[0][0]["headers"])
+
+    def test_without_caller_ids_every_line_counts(self):
+        text = "".join(line.split("] ", 1)[1] + "\n" for line in self.interleaved(self.OWN, self.OTHER).splitlines())
+        found = [classify.title_of(c) for c, _ in classify.reports_of(io.StringIO(text))]
+        self.assertNotEqual(found[:1], ["general protection fault in x25_connect"])
+
+    def test_a_backtrace_of_every_cpu_is_read(self):
+        own = ["INFO: rcu_sched self-detected stall on CPU", "Sending NMI from CPU 0 to CPUs 1:"]
+        text = "".join(f"[  10.{i:06d}][    C0] {line}\n" for i, line in enumerate(own))
+        text += "[  10.100000][    C1] NMI backtrace for cpu 1\n"
+        text += "".join(f"[  10.2{i:05d}][    C1] {f}\n" for i, f in enumerate(
+            ["Call Trace:", " <IRQ>", " apic_timer_interrupt+0x1/0x2", " </IRQ>", " stalled_fn+0x1/0x2",
+             " vfs_write+0x1/0x2", " ksys_write+0x1/0x2", " do_syscall_64+0x1/0x2"]))
+        found = [classify.title_of(c) for c, _ in classify.reports_of(io.StringIO(text))]
+        self.assertEqual(found[:1], ["INFO: rcu detected stall in stalled_fn"])
 
 
 class DeepStack(unittest.TestCase):

@@ -212,7 +212,7 @@ def all_reports(f, tracker, decoder=None):
                                   wide=pasted.WIDE, deep=deep)
     # A pasted line can hold several messages, or none (reports/pasted.py).
     marked = pasted.lines(marked)
-    for crash in console.crashes_marked(marked, patterns, read):
+    for crash in console.crashes_marked(marked, patterns, read, logtext.caller_id):
         text = crash_text(buf, crash)
         known = logtext.sources_of(text)
         frames = crash.get("trace_frames") or crash.get("frames") or []

@@ -186,28 +186,32 @@ def crashes_stream(lines, patterns=None):
     yield from crashes_marked(((n, line, True) for n, line in lines), patterns)
 
 
-def crashes_marked(lines, patterns=None, read=None):
+def crashes_marked(lines, patterns=None, read=None, caller=None):
     """crashes_stream() of (line number, line, hit) triples, hit false for a
     line that cannot be a report's header (logtext.marked_lines(): it has
     no needle of the table's): such a line is passed over unless a crash is
     open, and is never classified. read(number, line), when given, makes
     the line the classifier reads of the one given, only for the lines it
-    reads."""
+    reads. caller(line), when given, is the printk caller id of a line as
+    given ("T123", "C1") or None: a crash whose header has one is read from
+    that caller's lines only (Caller); another's headers are among its
+    headers, their lines not among its lines."""
     patterns = patterns or load_patterns()
     quick = any_header(patterns)
     # cur: the open crash; kept: its lines (cur["_lines"], the same list);
-    # limit: its window (cur["window"] once it ends).
-    cur, kept, limit = None, None, TRACE_LINES
-    for n, line, hit in lines:
+    # limit: its window (cur["window"] once it ends), in lines read, its
+    # own (kept) and another caller's (skipped); own: whose it is.
+    cur, kept, limit, own, skipped = None, None, TRACE_LINES, None, 0
+    for n, raw, hit in lines:
         if cur is None and not hit:
             continue
-        if read is not None:
-            line = read(n, line)
-        ended = cur is not None and line.startswith(END_STARTS) and REPORT_END.match(line)
-        if cur is not None and (len(kept) >= limit or ended and kept):
+        line = read(n, raw) if read is not None else raw
+        other = own is not None and own.other(caller(raw), line)
+        ended = cur is not None and not other and line.startswith(END_STARTS) and REPORT_END.match(line)
+        if cur is not None and (len(kept) + skipped >= limit or ended and kept):
             cur["window"] = limit
             yield finish(cur, "line" if ended else None)
-            cur, kept, limit = None, None, TRACE_LINES
+            cur, kept, limit, own, other, skipped = None, None, TRACE_LINES, None, False, 0
             if not line.startswith("krepro"):
                 continue
         h = classify_line(line, patterns, quick) if hit else None
@@ -215,14 +219,39 @@ def crashes_marked(lines, patterns=None, read=None):
             if cur is None:
                 kept = []
                 cur = {"kind": h[0], "title": h[1], "line": n, "headers": [], "_lines": kept, "_heads": []}
-            limit = max(limit, window(h[3]))
+                own = Caller.of(caller(raw)) if caller else None
             cur["headers"].append([h[0], h[1]])
-            cur["_heads"].append((len(kept), h[2], h[3]))
-        if kept is not None:
+            if not other:
+                limit = max(limit, window(h[3]))
+                cur["_heads"].append((len(kept), h[2], h[3]))
+        if other:
+            skipped += 1
+        elif kept is not None:
             kept.append(line)
     if cur is not None:
         cur["window"] = limit
         yield finish(cur, "log")
+
+
+class Caller:
+    """Whose lines a crash is read from when the console prints printk's
+    caller id (CONFIG_PRINTK_CALLER), as syzkaller reads it: its header's
+    caller's and those without an id; after "Sending NMI from CPU" (a
+    backtrace of every CPU) any CPU's too."""
+
+    def __init__(self, cid):
+        self.cid, self.cpus = cid, False
+
+    @classmethod
+    def of(cls, cid):
+        return cls(cid) if cid else None
+
+    def other(self, cid, line):
+        """Whether a line (its caller id cid) is another caller's."""
+        if cid is None or cid == self.cid or self.cpus and cid.startswith("C"):
+            self.cpus = self.cpus or "Sending NMI from CPU" in line
+            return False
+        return True
 
 
 @functools.lru_cache(maxsize=1)

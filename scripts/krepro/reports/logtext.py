@@ -107,6 +107,18 @@ PLACEHOLDER = "+0x0/0x0"
 CONSOLE_STAMP = re.compile(MONO + " ?")
 
 
+# printk's caller id after a timestamp: "[  12.345678][ T1234]".
+CALLER_ID = re.compile(r"\[ *[0-9]+\.[0-9]+\]\[ *([TC][0-9]+)\]")
+
+
+def caller_id(line):
+    """The printk caller id of a pasted line's (last) message, or None."""
+    if "][" not in line:
+        return None
+    ids = CALLER_ID.findall(line)
+    return ids[-1] if ids else None
+
+
 def unwrap(line):
     """The console message of one pasted line: wrapping and CR off, decoded
     frames as they are. Where the console merged two messages on one line
