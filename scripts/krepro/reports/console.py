@@ -236,8 +236,8 @@ def crashes_marked(lines, patterns=None, read=None, caller=None):
 class Caller:
     """Whose lines a crash is read from when the console prints printk's
     caller id (CONFIG_PRINTK_CALLER), as syzkaller reads it: its header's
-    caller's and those without an id; after "Sending NMI from CPU" (a
-    backtrace of every CPU) any CPU's too."""
+    caller's only (a line without an id is no kernel message of it); after
+    "Sending NMI from CPU" (a backtrace of every CPU) any CPU's too."""
 
     def __init__(self, cid):
         self.cid, self.cpus = cid, False
@@ -248,7 +248,7 @@ class Caller:
 
     def other(self, cid, line):
         """Whether a line (its caller id cid) is another caller's."""
-        if cid is None or cid == self.cid or self.cpus and cid.startswith("C"):
+        if cid == self.cid or cid is not None and self.cpus and cid.startswith("C"):
             self.cpus = self.cpus or "Sending NMI from CPU" in line
             return False
         return True
