@@ -53,6 +53,7 @@ def portable(argv):
         out.append(a)
     return out
 
+
 def load(repro, top=TOP):
     out = []
     for path in sorted(glob.glob(os.path.join(top, "repro", repro, "records", "*.json"))):

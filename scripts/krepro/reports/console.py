@@ -20,7 +20,7 @@ import re
 from ..paths import TOP
 from . import syztitle
 from .console_lines import console_lines
-from .needles import any_needles, needle
+from .needles import any_needles, needles_of
 from .trace import FRAME, TraceReader, line_frames
 from ..protocol import INIT
 
@@ -78,10 +78,17 @@ def window(rule_text):
 
 
 def deep_needles(patterns):
-    """A needle of each row read to DEEP_TRACE_LINES (window()): a line
-    holding one opens a window that long (logtext.marked_lines())."""
-    return tuple(needle(regex.pattern[4:-1]) or regex.pattern for _, regex, _, _ in patterns
-                 if window(RULES.get(regex.pattern)) > TRACE_LINES)
+    """The needles of each row read to DEEP_TRACE_LINES (window()): a line
+    holding one opens a window that long (logtext.marked_lines()). A deep
+    row without needles is an error of the table, not a row never widened."""
+    out = []
+    for _, regex, _, _ in patterns:
+        if window(RULES.get(regex.pattern)) > TRACE_LINES:
+            found = needles_of(regex.pattern[len("^(?:"):-1])
+            if found is None:
+                raise ValueError(f"{PATTERNS_TSV}: a deep row needs fixed text to be found by: {regex.pattern}")
+            out += found
+    return tuple(out)
 
 
 # A row's culprit rule, by its compiled regex's pattern (load_patterns()).
