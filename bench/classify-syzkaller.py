@@ -25,17 +25,16 @@ default) or the classify command's (classify.reports_of()).
 """
 import collections
 import datetime
-import io
 import os
 import re
 import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-from krepro.reports import classify  # noqa: E402
 import proof_records as records  # noqa: E402
-from krepro.reports import console  # noqa: E402
 from krepro.options import Parser  # noqa: E402
+import title_figures  # noqa: E402
+from title_figures import figures, share_text, show  # noqa: E402
 
 HELD_BACK_EVERY = 5
 
@@ -57,65 +56,11 @@ def read_case(path):
     return fields, log
 
 
-def arch_of(log):
-    if re.search(r"^(\[[^]]*\] )*pc : ", log, re.M):
-        return "arm64"
-    if re.search(r"PC is at |\] \([A-Za-z_0-9.]+\) from \[<", log):
-        return "arm"
-    return "x86_64"
-
-
-def stem(title):
-    return title.split(" in ")[0] if title else None
-
-
-def first_crash(log, reader):
-    """The first crash krepro finds in a log, by the run's reader or
-    classify's, or None."""
-    if reader == "classify":
-        return next((c for c, _ in classify.reports_of(io.StringIO(log))), None)
-    return next(iter(console.crashes(log)), None)
-
-
 def judge(path, reader="run"):
     fields, log = read_case(path)
     want = (fields.get("TITLE") or [None])[0]
-    first = first_crash(log, reader)
-    got = first["culprit"] if first else None
-    said = bool(first and first.get("corrupted"))
-    corrupted = fields.get("CORRUPTED") == ["Y"]
-    return {"file": os.path.basename(path), "arch": arch_of(log), "want": want, "got": got,
-            "corrupted": corrupted, "said corrupted": said,
-            "corrupted too": bool(want) and corrupted and said,
-            "wrongly corrupted": bool(want) and not corrupted and said,
-            "found": bool(want) and bool(got), "clean": not want and not got,
-            "stem": bool(want) and stem(got) == stem(want),
-            "title": bool(want) and got == want}
-
-
-def figures(rows):
-    with_r = [r for r in rows if r["want"]]
-    without = [r for r in rows if not r["want"]]
-
-    def share(sub, key):
-        n = sum(r[key] for r in sub)
-        return {"n": n, "of": len(sub), "percent": round(100 * n / len(sub), 1) if sub else None}
-    broken = [r for r in with_r if r["corrupted"]]
-    whole = [r for r in with_r if not r["corrupted"]]
-    return {"files": len(rows), "report found": share(with_r, "found"),
-            "no report, none found": share(without, "clean"),
-            "stem equal": share(with_r, "stem"), "title equal": share(with_r, "title"),
-            "corrupted, said so": share(broken, "corrupted too"),
-            "not corrupted, said so": share(whole, "wrongly corrupted")}
-
-
-def share_text(v):
-    return f"{v['n']}/{v['of']} ({v['percent']}%)" if v["of"] else "0/0"
-
-
-def show(name, figs):
-    parts = [f"{k} {share_text(v)}" for k, v in figs.items() if k != "files"]
-    return f"{name:<16} {figs['files']:>4} files: " + "; ".join(parts)
+    return title_figures.row(os.path.basename(path), log, want, reader,
+                             corrupted=fields.get("CORRUPTED") == ["Y"])
 
 
 def write_record(a, out, raw):
@@ -161,8 +106,7 @@ def main(argv):
     tune = [r for r in rows if int(r["file"]) % HELD_BACK_EVERY != 0]
     out = {"held back": figures(held), "tuned on": figures(tune), "all": figures(rows)}
     for part, sub in (("held back", held), ("tuned on", tune)):
-        for arch in sorted({r["arch"] for r in sub}):
-            out[f"{part}, {arch}"] = figures([r for r in sub if r["arch"] == arch])
+        title_figures.by_arch(out, part, sub)
     raw = [show(k, v) for k, v in out.items()]
     print("\n".join(raw))
     if a.mismatches:
