@@ -154,7 +154,7 @@ class Wrappings(unittest.TestCase):
                   "? j1939_sk_recv+0x0/0x0 can_j1939", {"j1939_sk_recv": "net/can/j1939/main.c:2"}),
                  ("RIP: 0010:refcount_warn_saturate (lib/refcount.c:25)",
                   "RIP: 0010:refcount_warn_saturate+0x0/0x0", {"refcount_warn_saturate": "lib/refcount.c:25"}),
-                 (" __dump_stack lib/dump_stack.c:88 [inline]", " __dump_stack+0x0/0x0",
+                 (" __dump_stack lib/dump_stack.c:88 [inline]", " __dump_stack+0x0/0x0 [inline]",
                   {"__dump_stack": "lib/dump_stack.c:88"}),
                  (" dump_stack_lvl+0xd9/0x150 lib/dump_stack.c:106", " dump_stack_lvl+0xd9/0x150 lib/dump_stack.c:106",
                   {"dump_stack_lvl": "lib/dump_stack.c:106"}),

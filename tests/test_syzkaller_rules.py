@@ -2,7 +2,7 @@
 """syzkaller's rules the classifier follows beyond a report's title: when a
 report is corrupted (its stacks cut, interleaved or missing; a line left of
 a report whose header was lost), KMSAN's culprit, usb_submit_urb's WARNING
-title, SYZFAIL, an unexpected reboot, Rust panics, a bad page's allocator,
+title, an inlined function (no culprit), SYZFAIL, an unexpected reboot, Rust panics, a bad page's allocator,
 a stack overflow's deep stack and reports interleaved by task (caller ids). Every log here is
 written for these tests in the kernel's report formats."""
 import io
@@ -104,6 +104,19 @@ class Titles(unittest.TestCase):
                "Modules linked in:\nRIP: 0010:usb_submit_urb+0x1/0x2\nCall Trace:\n usb_start_wait_urb+0x1/0x2\n"
                " usb_bulk_msg+0x1/0x2\n tablet_open+0x1/0x2\n input_open_device+0x1/0x2\n" + END)
         self.assertEqual(verdict(log), ("WARNING in tablet_open/usb_submit_urb", False))
+
+    def test_an_inlined_function_is_no_culprit(self):
+        # A symbolised report (syzbot's) names inlined functions with no
+        # offset; syzkaller titles from the console's lines, which have no
+        # frame for them.
+        log = ("INFO: task syz.0.1:5000 blocked for more than 143 seconds.\n"
+               "Call Trace:\n <TASK>\n context_switch kernel/sched/core.c:5401 [inline]\n"
+               " __schedule+0x1/0x2 kernel/sched/core.c:6747\n schedule+0x1/0x2 kernel/sched/core.c:6822\n"
+               " lock_buffer include/linux/buffer_head.h:404 [inline]\n"
+               " block_read_full_folio+0x1/0x2 fs/buffer.c:2377\n filemap_read_folio+0x1/0x2 mm/filemap.c:2420\n"
+               " </TASK>\n")
+        found = [c for c, _ in classify.reports_of(io.StringIO(log))]
+        self.assertEqual([c["culprit"] for c in found], ["INFO: task hung in block_read_full_folio"])
 
     def test_syzfail(self):
         log = "executing program 1:\nSYZFAIL: negative running\n (errno 0: Success)\n"

@@ -23,7 +23,9 @@ made one by reports/pasted.py first. Frames decoded to source lines, by
 scripts/decode_stacktrace.sh ("kfree (mm/slub.c:3567)") or in syzbot's mails
 (" __dump_stack lib/dump_stack.c:88 [inline]"), become "kfree+0x0/0x0": the
 classifier reads a frame by its offset, and the offset is never part of a
-title. Their source lines are kept for the reader (sources()).
+title. An inlined one keeps its " [inline]": syzkaller titles a report from
+the console's own lines, where an inlined function has no frame. Their
+source lines are kept for the reader (sources()).
 
 unwrap() does the first part and keeps what a reader is shown; plain() the
 whole. A plain console line is its own unwrap() and plain(), so a log reads
@@ -94,7 +96,7 @@ SRC = re.compile(_SRC)
 SRC_HINT = re.compile(r"\.[A-Za-z]+:[0-9]")
 # syzbot's: " name file.c:12 [inline]" (no offset), and
 # " name+0x1c/0x40 file.c:12" (the offset is there: nothing to do).
-INLINE = re.compile(rf"^( *(?:\? )?)([A-Za-z_][A-Za-z0-9_.]*) ({_SRC}) \[inline\]$")
+INLINE = re.compile(rf"^( *(?:\? )?)([A-Za-z_][A-Za-z0-9_.]*) ({_SRC}) (\[inline\])$")
 # ARM's verbose "[<c0..>] (name) from [<c0..>] (caller+0x..)" once decoded:
 # "(name) from caller (file.c:12)", its addresses gone; read as the
 # unwinder's other form, "name from caller+0x..".
@@ -144,7 +146,7 @@ def undecoded(line):
         # than DECODED tries each place a name could start.
         if SRC_HINT.search(line):
             if line.endswith("[inline]"):
-                line = INLINE.sub(r"\1\2" + PLACEHOLDER, line)
+                line = INLINE.sub(r"\1\2" + PLACEHOLDER + r" \4", line)
             line = DECODED.sub(r"\1" + PLACEHOLDER, line)
         if line.startswith("(", len(line) - len(line.lstrip(" "))):
             line = ARM_DECODED.sub(r"\1\2 from ", line)

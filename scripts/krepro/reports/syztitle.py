@@ -53,6 +53,8 @@ def frames_of(lines, plan, skipped, first=False):
             if first and frames and i > last:
                 return frames, True
             line, i = lines[i], i + 1
+            if line.endswith("[inline]"):
+                continue    # a symbolised log's inlined function: no frame on the console
             if "should_fail" in line and INJECTED.match(line):
                 return frames, False
             if step != "stack":
