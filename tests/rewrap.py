@@ -69,6 +69,21 @@ def mail_wrapped(lines, width=76):
     return out
 
 
+def flowed(lines, width=78, quote=""):
+    """format=flowed with delsp=yes (RFC 3676), as syzbot's mails were: a
+    line broken at the last blank before the word that passes the width,
+    the blank kept and a second one added to mark the break."""
+    out = []
+    for l in lines:
+        rest = quote + l
+        while len(rest) > width and " " in rest[len(quote):width - 1]:
+            cut = rest.rindex(" ", len(quote), width - 1)
+            out.append(rest[:cut + 1] + " ")
+            rest = quote + rest[cut + 1:]
+        out.append(rest)
+    return out
+
+
 def decoded_inline(line):
     """decode_stacktrace.sh's "name (file:line file:line)": an inline chain,
     no offset, no address."""
@@ -102,6 +117,9 @@ WRAPPINGS = {
                                             ([" ".join(JOURNAL + message(l) for l in g)] if len(g) == 8
                                              else [JOURNAL + message(l) for l in g])],
     "mail-wrapped": mail_wrapped,
+    "mail-flowed": lambda lines: flowed([message(l) for l in lines]),
+    "mail-flowed-stamped": flowed,
+    "mail-flowed-quoted": lambda lines: flowed([message(l) for l in lines], quote="> "),
     "markdown-fence": lambda lines: ["```", *lines, "```"],
     "markdown-indent": per_line(lambda l: "    " + l),
     "github-fence-text": lambda lines: ["Here is dmesg:", "```text", *lines, "```", "Any idea?"],

@@ -5,8 +5,8 @@
 (1) Every golden console log (tests/console/*.log), re-wrapped as a whole the
     ways tools and users have it (journalctl's continuation lines and -o
     verbose, a locale's month names, rsyslog's #012, newlines lost, a mail
-    client's wrapping of quoted lines, markdown, vendor prefixes, crash's
-    `log -m`, pstore,
+    client's wrapping of quoted lines, format=flowed mails, markdown, vendor
+    prefixes, crash's `log -m`, pstore,
     netconsole to syslog, userspace lines interleaved, inlined decoded
     frames), gives the reports the log itself gives: kind, title, culprit
     and the trace a signature reads (the line numbers may differ: a record

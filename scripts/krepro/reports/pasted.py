@@ -9,6 +9,9 @@ several lines, or lines no kernel printed among them.
   - markdown fences (```), pstore's "Oops#1 Part1" headers: no line; a
     fence's ticks on a log's own line come off it
   - a mail's quoted line its client wrapped at 72-80 columns: joined again
+  - a format=flowed mail's line (RFC 3676, "delsp=yes": syzbot's mails until
+    2020) broken before the word that passed 78 columns, the break marked
+    by a second blank at the line's end: joined again, one blank less
 Each line keeps its own number: a line split is its pieces, each numbered
 as it was (a report's line is where a user finds it in the paste).
 """
@@ -47,6 +50,8 @@ FENCE_TAG = re.compile(r"^[A-Za-z0-9_+.-]*\s*$")
 QUOTE = re.compile(r"^(?:> ?)+")
 STAMPED = re.compile(r"(?:<[0-7]>)?" + MONO)
 WRAP_MIN, WRAP_MAX = 72, 80
+# A flowed line's end: the blank that was there and the one the break adds.
+FLOWED = "  "
 # The first characters of a line pieces() may change, and of a quote.
 PLAIN_NOT = frozenset(" \t`~OPEHSRUMTWFB>")
 
@@ -90,23 +95,43 @@ def lines(numbered):
     for t in numbered:
         n, raw, hit = t
         # Most lines are one console line: told at once, for a log's speed.
-        if held is None and raw[:1] not in plain_not and len(raw) <= long and "#01" not in raw:
+        if held is None and raw[:1] not in plain_not and len(raw) <= long and "#01" not in raw \
+                and not raw.endswith(FLOWED):
             yield t
             continue
         for line in pieces(raw):
             if held is not None:
+                if _flows(held, n, line):
+                    body = line[QUOTE.match(line).end():] if line.startswith(">") else line
+                    held[1:] = [held[1][:-1] + body, held[2] or hit, n, len(line)]
+                    continue
                 if _continues(held, n, line):
                     body = line[QUOTE.match(line).end():]
                     held[1:] = [held[1] + " " + body, held[2] or hit, n, len(line)]
                     continue
                 yield tuple(held[:3])
                 held = None
-            if line.startswith(">"):
+            if line.startswith(">") or line.endswith(FLOWED) and len(line) <= WRAP_MAX:
                 held = [n, line, hit, n, len(line)]
             else:
                 yield n, line, hit
     if held is not None:
         yield tuple(held[:3])
+
+
+def _flows(held, n, line):
+    """Whether line goes on the flowed line held: the next pasted line, in
+    the same quote, no timestamped message of its own, its first word what
+    would not fit on the held line."""
+    _, text, _, last_n, last_len = held
+    if n != last_n + 1 or not text.endswith(FLOWED) or last_len > WRAP_MAX:
+        return False
+    quote = QUOTE.match(text).group() if text.startswith(">") else ""
+    if quote and not line.startswith(quote.rstrip()):
+        return False
+    body = line[len(quote):] if quote and line.startswith(quote) else line.lstrip(">")
+    word = body.split(" ", 1)[0]
+    return bool(word) and last_len - 1 + len(word) > WRAP_MIN and not STAMPED.match(body)
 
 
 def _continues(held, n, line):
