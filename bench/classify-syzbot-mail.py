@@ -160,7 +160,7 @@ def main(argv):
                              "chosen before any tuning"),
                "held_back_seen": a.seen or "not stated", "change": a.change,
                "figures": {f"held back: {k}": share_text(v)
-                           for k, v in out["held back"].items() if k != "files"},
+                           for k, v in out["held back"].items() if k != "files" and v["of"]},
                "parts": out, "raw": "\n".join(raw),
                "mismatches, tuned on": [{"want": r["want"], "got": r["got"]}
                                         for r in tune if r["got"] != r["want"]]}

@@ -18,9 +18,10 @@ console log, journalctl or syslog output (also journalctl -o verbose and
 a record's indented lines, rsyslog's #012, logread, wall), dmesg (-T, -H, -x,
 -r), crash's `log`, pstore, last_kmsg, caller ids ([T123]) or a vendor's prefix,
 CRLF line ends, no timestamps at all, a mail's "> " quotes (lines its client
-wrapped joined again), markdown, newlines lost, frames decoded to source
-lines; each line is read as the plain console lines it holds
-(reports/pasted.py, reports/logtext.py), one at a time: any size, little memory.
+wrapped joined again), a format=flowed mail's broken lines, markdown,
+newlines lost, frames decoded to source lines; each line is read as the
+plain console lines it holds (reports/pasted.py, reports/logtext.py), one
+at a time: any size, little memory.
 
 Per report:
   title      syzbot's kind of title, "KIND in FUNCTION" (FUNCTION: the first
