@@ -76,6 +76,24 @@ class Rewrapped(unittest.TestCase):
         kmsg = "  1276.705430:   <1> (01-28 07:22:33.304698634) " + "x" * 200
         self.assertEqual(pasted.pieces(kmsg), [kmsg])
 
+    def test_flowed_lines(self):
+        def joined(*raw):
+            return [line for _, line, _ in pasted.lines((i, r, False) for i, r in enumerate(raw))]
+        # syzbot's mails of 2019: the break's blank added to the one there.
+        self.assertEqual(joined("WARNING: CPU: 0 PID: 108 at drivers/usb/core/urb.c:477  ",
+                                "usb_submit_urb+0x1188/0x13b0 drivers/usb/core/urb.c:477"),
+                         ["WARNING: CPU: 0 PID: 108 at drivers/usb/core/urb.c:477 "
+                          "usb_submit_urb+0x1188/0x13b0 drivers/usb/core/urb.c:477"])
+        self.assertEqual(joined("> input: Aiptek as  ", "> /devices/platform/dummy_hcd.0/usb1/1-1/1-1:0.237/input/input5"),
+                         ["> input: Aiptek as /devices/platform/dummy_hcd.0/usb1/1-1/1-1:0.237/input/input5"])
+        # The kernel's own line that ends in one blank; a next word that
+        # would have fit; a timestamped message; a quote after a plain line.
+        cpu = "CPU: 0 UID: 0 PID: 1 Comm: sh Not tainted 6.12.0 #1 PREEMPT(voluntary) "
+        for raw in [(cpu, "Hardware name: QEMU Standard PC"), ("short line  ", "next"),
+                    ("[    1.000000] a line that ends in two blanks, long enough  ", "[    1.000001] next"),
+                    ("a plain line that ends in two blanks and is long enough to wrap  ", "> quoted")]:
+            self.assertEqual(joined(*raw), list(raw))
+
     def test_vendor_prefixes(self):
         want = "WARNING: CPU: 1 PID: 7 at a.c:1 f+0x1/0x2"
         for line in ["[  12.345678] [pid:123,cpu1,kworker/1:1]" + want, "[    0.000000] [0:      swapper:    0] " + want,

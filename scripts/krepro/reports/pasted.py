@@ -95,8 +95,9 @@ def lines(numbered):
     for t in numbered:
         n, raw, hit = t
         # Most lines are one console line: told at once, for a log's speed.
-        if held is None and raw[:1] not in plain_not and len(raw) <= long and "#01" not in raw \
-                and not raw.endswith(FLOWED):
+        # (A line that ends in a blank may be a flowed mail's: not told.)
+        if held is None and raw[:1] not in plain_not and raw[-1:] != " " and len(raw) <= long \
+                and "#01" not in raw:
             yield t
             continue
         for line in pieces(raw):
@@ -127,9 +128,9 @@ def _flows(held, n, line):
     if n != last_n + 1 or not text.endswith(FLOWED) or last_len > WRAP_MAX:
         return False
     quote = QUOTE.match(text).group() if text.startswith(">") else ""
-    if quote and not line.startswith(quote.rstrip()):
+    if not line.startswith(quote.rstrip()) or not quote and line.startswith(">"):
         return False
-    body = line[len(quote):] if quote and line.startswith(quote) else line.lstrip(">")
+    body = line[len(quote):] if line.startswith(quote) else line.lstrip(">")
     word = body.split(" ", 1)[0]
     return bool(word) and last_len - 1 + len(word) > WRAP_MIN and not STAMPED.match(body)
 
