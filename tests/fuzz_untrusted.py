@@ -136,7 +136,11 @@ LOG_LINE = st.sampled_from([
     b"[    3.0] ---[ end trace 0000000000000000 ]---\n", b"krepro-init: started\n", b"Linux version 6.1.0\n",
     b"[    4.0] Kernel panic - not syncing: x\n", b"\x1b[2J\x07\r\n", b"\xff\xfe\x00", b"=" * 70 + b"\n",
     b"[    5.0] BUG: unable to handle page fault for address: 0\n", b"refcount_t: addition on 0; use-after-free.\n",
-    b"x" * 70000 + b"\n"]) | st.binary(max_size=200)
+    b"x" * 70000 + b"\n",
+    # the wrappings pasted.py joins or splits: a quote, a flowed break, #012, a fence, a journal field
+    b"> [    1.2] BUG: KASAN: use-after-free in f\n", b"> a_long_quoted_word_that_goes_on\n",
+    b"a plain line that ends in two blanks and is long enough to wrap  \n", b"> > x  \n",
+    b"#012[    1.3] WARNING: x#011y\n", b"```text\n", b"    MESSAGE=BUG: x\n"]) | st.binary(max_size=200)
 
 
 # --- running a case ---

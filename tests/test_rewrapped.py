@@ -91,7 +91,8 @@ class Rewrapped(unittest.TestCase):
         cpu = "CPU: 0 UID: 0 PID: 1 Comm: sh Not tainted 6.12.0 #1 PREEMPT(voluntary) "
         for raw in [(cpu, "Hardware name: QEMU Standard PC"), ("short line  ", "next"),
                     ("[    1.000000] a line that ends in two blanks, long enough  ", "[    1.000001] next"),
-                    ("a plain line that ends in two blanks and is long enough to wrap  ", "> quoted")]:
+                    ("a plain line that ends in two blanks and is long enough to wrap  ", "> quoted"),
+                    ("a plain line that ends in two blanks and is long enough to wrap  ", "> a_long_quoted_word")]:
             self.assertEqual(joined(*raw), list(raw))
 
     def test_vendor_prefixes(self):

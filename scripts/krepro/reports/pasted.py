@@ -140,7 +140,7 @@ def _continues(held, n, line):
     quoted, no message of its own, after a timestamped line a mail client
     would have wrapped."""
     _, text, _, last_n, last_len = held
-    if n != last_n + 1 or not line.startswith(">") or last_len > WRAP_MAX:
+    if n != last_n + 1 or not line.startswith(">") or not text.startswith(">") or last_len > WRAP_MAX:
         return False
     body = line[QUOTE.match(line).end():]
     word = body.split(" ", 1)[0]
