@@ -102,13 +102,9 @@ def lines(numbered):
             continue
         for line in pieces(raw):
             if held is not None:
-                if _flows(held, n, line):
-                    body = line[QUOTE.match(line).end():] if line.startswith(">") else line
-                    held[1:] = [held[1][:-1] + body, held[2] or hit, n, len(line)]
-                    continue
-                if _continues(held, n, line):
-                    body = line[QUOTE.match(line).end():]
-                    held[1:] = [held[1] + " " + body, held[2] or hit, n, len(line)]
+                joined = _flowed(held, n, line) or _wrapped(held, n, line)
+                if joined:
+                    held[1:] = [joined, held[2] or hit, n, len(line)]
                     continue
                 yield tuple(held[:3])
                 held = None
@@ -120,30 +116,38 @@ def lines(numbered):
         yield tuple(held[:3])
 
 
-def _flows(held, n, line):
-    """Whether line goes on the flowed line held: the next pasted line, in
-    the same quote, no timestamped message of its own, its first word what
-    would not fit on the held line."""
+def _unquoted(line):
+    return line[QUOTE.match(line).end():] if line.startswith(">") else line
+
+
+def _flowed(held, n, line):
+    """The flowed line held with line joined on, one blank less, or None:
+    line must be the next pasted line, in the same quote, no timestamped
+    message of its own, its first word what would not fit on the held one."""
     _, text, _, last_n, last_len = held
     if n != last_n + 1 or not text.endswith(FLOWED) or last_len > WRAP_MAX:
-        return False
+        return None
     quote = QUOTE.match(text).group() if text.startswith(">") else ""
     if not line.startswith(quote.rstrip()) or not quote and line.startswith(">"):
-        return False
+        return None
     body = line[len(quote):] if line.startswith(quote) else line.lstrip(">")
     word = body.split(" ", 1)[0]
-    return bool(word) and last_len - 1 + len(word) > WRAP_MIN and not STAMPED.match(body)
+    if word and last_len - 1 + len(word) > WRAP_MIN and not STAMPED.match(body):
+        return text[:-1] + _unquoted(line)
+    return None
 
 
-def _continues(held, n, line):
-    """Whether line goes on the quoted line held: the next pasted line,
-    quoted, no message of its own, after a timestamped line a mail client
-    would have wrapped."""
+def _wrapped(held, n, line):
+    """The quoted line held with line joined on, or None: line must be the
+    next pasted line, quoted, no message of its own, after a timestamped
+    line a mail client would have wrapped."""
     _, text, _, last_n, last_len = held
     if n != last_n + 1 or not line.startswith(">") or not text.startswith(">") or last_len > WRAP_MAX:
-        return False
-    body = line[QUOTE.match(line).end():]
+        return None
+    body = _unquoted(line)
     word = body.split(" ", 1)[0]
     # The client wrapped the line where the next word would not fit.
-    return bool(word) and last_len + 1 + len(word) > WRAP_MIN and not STAMPED.match(body) \
-        and bool(STAMPED.match(text, QUOTE.match(text).end()))
+    if word and last_len + 1 + len(word) > WRAP_MIN and not STAMPED.match(body) \
+            and STAMPED.match(text, QUOTE.match(text).end()):
+        return text + " " + body
+    return None
