@@ -124,6 +124,8 @@ def main(argv):
     for d in a.git_dirs + a.seen_in:
         if not os.path.isdir(d):
             p.error(f"{d}: no such directory (a public-inbox archive's git directory)")
+        if subprocess.run(["git", "--git-dir", d, "rev-parse", "--git-dir"], capture_output=True).returncode:
+            p.error(f"{d}: not a git directory (a public-inbox archive's)")
     found = reports(a.git_dirs)
     seen = set(reports(a.seen_in)) if a.seen_in else set()
     left_out = len(seen & set(found))
