@@ -37,50 +37,105 @@
 # both arches, all but the sweeps), KREPRO_CACHE (kernel tree, objects,
 # images, ccache, measured rates).
 
+# What a user gives make, a variable on the command line or in the
+# environment, is text, never make syntax: each is made here a plain
+# variable of the text as given, so that a $(shell ...) in it is characters
+# wherever it is used, make -n included (make expands it where it is used,
+# and a command-line one whenever a recipe runs, to export it). Each stays
+# exported as make exports it: the scripts read KREPRO_CACHE, KREPRO_ARCH
+# and the like from the environment. The Makefile's own variables are
+# "override": a value given for one of them changes nothing.
+override LOWER := a b c d e f g h i j k l m n o p q r s t u v w x y z
+override DIGITS := 0 1 2 3 4 5 6 7 8 9
+override WORD_CHARS := $(LOWER) A B C D E F G H I J K L M N O P Q R S T U V W X Y Z $(DIGITS) _
+# $(call made_of,TEXT,CHARS): non-empty when TEXT is empty or made of the
+# single characters CHARS only (a blank or a newline is none of them).
+override without = $(if $2,$(call without,$(subst $(firstword $2),,$1),$(wordlist 2,$(words $2),$2)),$1)
+override made_of = $(filter xx,x$(call without,$1,$2)x)
+# A name make would not export, or one of make's own, is left as it is.
+override GIVEN := $(foreach v,$(filter-out MAKEFLAGS MAKEOVERRIDES MFLAGS MAKELEVEL SHELL,$(.VARIABLES)), \
+	$(if $(filter-out default automatic file override undefined,$(origin $v)),$(if $(call made_of,$v,$(WORD_CHARS)),$v)))
+$(foreach v,$(GIVEN),$(eval override $v := $$(value $v))$(eval export $v))
+
+# Then each value given is checked against what it may be, before anything
+# runs (make -n too): one line and make's exit 2. A recipe pastes only a
+# value checked here (a number, a name of krepro's tables, a word a
+# reproducer's name can be: a typo gets its "did you mean" from check-args);
+# any other (a path, a commit) it takes from the environment ("$$SERIES").
+override ALL_BRANCHES := $(shell awk -F'\t' '$$1 ~ /^[0-9]/ {print $$1}' scripts/branches.tsv)
+override ALL_ARCHES := $(shell awk -F'\t' '$$1 ~ /^[a-z]/ {print $$1}' scripts/arches.tsv)
+# $(call word_of,TEXT,CHARS): non-empty when TEXT is one word of CHARS, not an option's (-x).
+override word_of = $(and $1,$(if $(filter -%,$1),,$(call made_of,$1,$2)))
+# $(call words_of,TEXT,CHARS): non-empty when each word of TEXT is such a word.
+override words_of = $(if $(strip $(foreach w,$1,$(if $(call word_of,$w,$2),,no))),,yes)
+# $(call one_of,TEXT,WORDS): non-empty when TEXT is empty or one of WORDS.
+override one_of = $(and $(filter 1,$(words x$1x)),$(filter xx $(patsubst %,x%x,$2),x$1x))
+# $(call check,VAR,TEST,WHAT): refused unless VAR was not given or TEST is non-empty.
+override comma := ,
+override check = $(if $(filter $1,$(GIVEN)),$(if $2,,$(error $1 wants $(strip $3); nothing was run)))
+$(foreach v,MAX_RUNS CALIBRATE_RUNS,$(call check,$v,$(call word_of,$($v),$(DIGITS)),a whole number (ASCII digits)))
+$(call check,REPEAT,$(call made_of,$(REPEAT),$(DIGITS)),a whole number (ASCII digits) or nothing)
+$(call check,MISS,$(call made_of,$(MISS),$(DIGITS) . e E - +),a probability such as 0.01 or 1e-3)
+$(call check,RATE,$(call one_of,$(RATE),measure recorded),measure or recorded)
+$(call check,NO_BISECT,$(call one_of,$(NO_BISECT),0 1),1 (on)$(comma) or 0 or nothing (off))
+$(call check,KREPRO_ARCH,$(call one_of,$(KREPRO_ARCH),$(ALL_ARCHES)),one of: $(ALL_ARCHES))
+$(foreach v,BRANCH ARM_BRANCHES,$(call check,$v,$(if $(filter-out $(ALL_BRANCHES),$($v)),,yes), \
+	branches of scripts/branches.tsv: $(ALL_BRANCHES)))
+$(if $(filter gate bisect fixcheck bundle,$(MAKECMDGOALS)),$(call check,BRANCH,$(filter 0 1,$(words $(BRANCH))), \
+	one branch at most for $(filter gate bisect fixcheck bundle,$(MAKECMDGOALS))))
+override REPRO_LISTS := REPROS SWEEPS DISTRO_CHECK LAVA_CHECK LAVA_CHECK_ARM LAB_CHECK LAB_CHECK_ARM
+$(foreach v,$(REPRO_LISTS),$(call check,$v,$(call words_of,$($v),$(WORD_CHARS) - .), \
+	reproducers' names (letters$(comma) digits$(comma) '-'$(comma) '_'$(comma) '.')))
+$(call check,DISTRO_KERNEL,$(call word_of,$(DISTRO_KERNEL),$(LOWER) $(DIGITS) . + - :), \
+	a Debian package's name such as linux-image-cloud-amd64)
+$(call check,BUILD,$(call word_of,$(BUILD),$(WORD_CHARS) . / + - @),a directory of letters$(comma) digits$(comma) '.'$(comma) '/'$(comma) '+'$(comma) '-'$(comma) '@' and '_')
+# A list given as one line of names: its line breaks and tabs blanks.
+$(foreach v,$(filter $(REPRO_LISTS) BRANCH ARM_BRANCHES,$(GIVEN)),$(eval override $v := $$(strip $$(value $v))))
+
 BUILD   ?= build
 MISS    ?=
 MAX_RUNS ?= 20
 CALIBRATE_RUNS ?= 30
 # Sequential by default; REPEAT=N asks for N runs a row.
-RUN_MODE = $(if $(MISS),--miss $(MISS)) --max-runs $(MAX_RUNS) $(if $(REPEAT),--repeat $(REPEAT))
+override RUN_MODE = $(if $(MISS),--miss $(MISS)) --max-runs $(MAX_RUNS) $(if $(REPEAT),--repeat $(REPEAT))
 # REPROS names reproducers of either arch; each arch's matrix takes its own.
-ALL_X86 = $(shell ./run-in-qemu.sh --list)
-ALL_ARM = $(shell ./run-in-qemu.sh --arch arm --list)
+# Each list asked for once, when first used (not by a target that needs neither).
+override ALL_X86 = $(eval override ALL_X86 := $$(shell ./run-in-qemu.sh --list))$(ALL_X86)
+override ALL_ARM = $(eval override ALL_ARM := $$(shell ./run-in-qemu.sh --arch arm --list))$(ALL_ARM)
 REPROS  ?= $(ALL_X86) $(ALL_ARM)
-X86_REPROS = $(filter $(ALL_X86),$(REPROS))
-ARM_REPROS = $(filter $(ALL_ARM),$(REPROS))
-# Every reproducer of the source tree (the sweeps too): a name in REPROS or
-# SWEEPS or DISTRO_CHECK that is none of them is a typo, refused before anything is built.
-ALL_SOURCES = $(filter-out lib,$(notdir $(patsubst %/,%,$(dir $(wildcard repro/*/CMakeLists.txt)))))
-UNKNOWN_REPROS = $(filter-out $(ALL_SOURCES),$(REPROS) $(SWEEPS) $(DISTRO_CHECK))
+override X86_REPROS = $(filter $(ALL_X86),$(REPROS))
+override ARM_REPROS = $(filter $(ALL_ARM),$(REPROS))
+# Every reproducer of the source tree (the sweeps too): a name in a list
+# (REPRO_LISTS) that is none of them is a typo, refused before anything is built.
+override ALL_SOURCES = $(filter-out lib,$(notdir $(patsubst %/,%,$(dir $(wildcard repro/*/CMakeLists.txt)))))
+override UNKNOWN_REPROS = $(filter-out $(ALL_SOURCES),$(foreach v,$(REPRO_LISTS),$($v)))
 # A list the goal runs that was given empty (SWEEPS=): refused, not kernels
 # built for nothing.
-EMPTY_LISTS = $(strip $(if $(filter repro-all calibrate,$(MAKECMDGOALS)),$(if $(strip $(REPROS)),,REPROS)) \
+override EMPTY_LISTS = $(strip $(if $(filter repro-all calibrate,$(MAKECMDGOALS)),$(if $(strip $(REPROS)),,REPROS)) \
 	$(if $(filter sweeps,$(MAKECMDGOALS)),$(if $(strip $(SWEEPS)),,SWEEPS)) \
 	$(if $(filter distro-check,$(MAKECMDGOALS)),$(if $(strip $(DISTRO_CHECK)),,DISTRO_CHECK)))
-# Stable branches: each builds its own kernels and decides its own rows.
-ALL_BRANCHES := $(shell awk -F'\t' '$$1 ~ /^[0-9]/ {print $$1}' scripts/branches.tsv)
+# Stable branches (ALL_BRANCHES): each builds its own kernels and decides its own rows.
 BRANCH  ?=
-BRANCHES = $(or $(BRANCH),$(ALL_BRANCHES))
+override BRANCHES = $(or $(BRANCH),$(ALL_BRANCHES))
 # Targets of one branch (gate, bisect, bundle): BRANCH names at most one.
-ONE_BRANCH = $(if $(BRANCH),--branch $(BRANCH))
+override ONE_BRANCH = $(if $(BRANCH),--branch $(BRANCH))
 # The branches whose ARM kernels are built and whose ARM matrix runs
 # (make test: the first branch's only, to fit CI's time; README).
 ARM_BRANCHES ?= $(BRANCHES)
-CMAKE_STAMP := $(BUILD)/CMakeCache.txt
+override CMAKE_STAMP := $(BUILD)/CMakeCache.txt
 # The ARM guest's reproducers: a cross build beside the native one.
-ARM_BUILD := $(BUILD)/arm
-ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
+override ARM_BUILD := $(BUILD)/arm
+override ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
 
 .PHONY: all check-args deps lava-deps lava-check lava-compare lava-lab lava-lab-stop lava-lab-check distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bisect fixcheck bundle clean clean-bisect
 
 all: build
 
-# The variables the targets below pass to run-in-qemu.sh, checked by its dry
-# run (it reads files only) before any install, build or boot.
+# The values the targets below pass to run-in-qemu.sh (each checked above
+# for what it may be), checked by its dry run (it reads files only) for
+# what they mean, before any install, build or boot.
 check-args:
 	@$(if $(EMPTY_LISTS),echo "make: $(EMPTY_LISTS) names no reproducer: nothing would run after the builds" >&2; exit 2)
-	@$(foreach b,$(BRANCHES),./run-in-qemu.sh --dry-run --branch '$(b)' --list >/dev/null &&) true
 	@$(if $(UNKNOWN_REPROS),./run-in-qemu.sh --dry-run $(UNKNOWN_REPROS) >/dev/null)
 	@./run-in-qemu.sh --dry-run $(RUN_MODE) $(firstword $(ALL_X86)) >/dev/null
 	@./run-in-qemu.sh --dry-run --repeat $(CALIBRATE_RUNS) $(firstword $(ALL_X86)) >/dev/null
@@ -173,7 +228,7 @@ sweeps: check-args kernels guest
 # Every branch's x86_64 matrix; the ARM matrix of the first branch only (the
 # other's ARM kernels would add their cold build to CI's time; make
 # repro-all runs them all).
-TEST_VARS = ARM_BRANCHES=$(firstword $(ALL_BRANCHES))
+override TEST_VARS = ARM_BRANCHES=$(firstword $(ALL_BRANCHES))
 test: check-args deps lava-deps
 	@$(MAKE) --no-print-directory check-patches
 	@$(MAKE) --no-print-directory unit
@@ -186,7 +241,7 @@ test: check-args deps lava-deps
 # lava-compare does it for every matrix row.
 LAVA_CHECK ?= bpf-percpu-reuse
 LAVA_CHECK_ARM ?= arm-kprobe-fortify
-lava-check: lava-deps kernels guest guest-arm
+lava-check: check-args lava-deps kernels guest guest-arm
 	@tests/lava-vs-qemu.py --arch x86_64 $(LAVA_CHECK)
 	@tests/lava-vs-qemu.py --arch arm $(LAVA_CHECK_ARM)
 
@@ -199,7 +254,7 @@ distro-check: check-args guest
 	@deb=$$(scripts/kernels.sh fetch-debian $(DISTRO_KERNEL)) && \
 	  ./run-in-qemu.sh --repeat 1 --kernel "$$deb" $(DISTRO_CHECK)
 
-lava-compare: lava-deps kernels guest guest-arm
+lava-compare: check-args lava-deps kernels guest guest-arm
 	@tests/lava-vs-qemu.py --arch x86_64
 	@tests/lava-vs-qemu.py --arch arm
 
@@ -217,7 +272,7 @@ lava-lab:
 lava-lab-stop:
 	@scripts/lava-lab.sh stop
 
-lava-lab-check: lava-lab kernels guest guest-arm
+lava-lab-check: check-args lava-lab kernels guest guest-arm
 	@eval "$$(scripts/lava-lab.sh env)" && \
 	  tests/lava-vs-qemu.py --arch x86_64 --via "lava:$$IDENTITY" --artifacts "$$ARTIFACTS" $(LAB_CHECK) && \
 	  tests/lava-vs-qemu.py --arch arm --via "lava:$$IDENTITY" --artifacts "$$ARTIFACTS" $(LAB_CHECK_ARM) && \
@@ -228,7 +283,7 @@ BASE ?= patched
 gate:
 	@test -n "$$SERIES" || { echo "usage: make gate SERIES=<patches or dir> [BASE=unpatched|patched|PATH] [REPEAT=N] [MISS=P] [REPROS=...]" >&2; exit 2; }
 	@scripts/gate.sh $(ONE_BRANCH) --base "$$BASE" --repros "$(if $(filter arm,$(KREPRO_ARCH)),$(ARM_REPROS),$(X86_REPROS))" $(if $(MISS),--miss $(MISS)) \
-		$(if $(REPEAT),--repeat $(REPEAT)) $(if $(NO_BISECT),--no-bisect) $$SERIES
+		$(if $(REPEAT),--repeat $(REPEAT)) $(if $(filter 1,$(NO_BISECT)),--no-bisect) $$SERIES
 
 report:
 	@test -n "$$DIR" || { echo "usage: make report DIR=results/<run>" >&2; exit 2; }
@@ -239,7 +294,7 @@ report:
 bisect:
 	@test -n "$$TREE" -a -n "$$GOOD" -a -n "$$BAD" -a -n "$$REPRO" || { echo "usage: make bisect TREE=DIR GOOD=G BAD=B REPRO=R [RATE=measure|recorded] [MISS=P] [MAX_RUNS=N]" >&2; exit 2; }
 	@PYTHONPATH=scripts python3 -m krepro bisect $(ONE_BRANCH) --tree "$$TREE" --good "$$GOOD" --bad "$$BAD" \
-		$(if $(RATE),--rate $(RATE)) $(if $(MISS),--miss $(MISS)) --max-runs $(MAX_RUNS) $(REPRO)
+		$(if $(RATE),--rate $(RATE)) $(if $(MISS),--miss $(MISS)) --max-runs $(MAX_RUNS) "$$REPRO"
 # Does the fix hold here (python3 -m krepro fixcheck --help).
 fixcheck:
 	@test -n "$$REPRO" || { echo "usage: make fixcheck REPRO=R [TREE=DIR] [FIX=PATCH] [BRANCH=B] [MISS=P]" >&2; exit 2; }
@@ -260,10 +315,11 @@ clean:
 clean-bisect:
 	@scripts/kernels.sh clean-bisect
 
-# What a user gives gate, report, bisect and bundle (paths, commits, names),
-# their defaults above included, reaches their recipes through the
-# environment, never pasted into the shell's text: a quote or a $ in it is
-# a character, not syntax.
+# What a user gives gate, report, bisect, fixcheck and bundle (paths,
+# commits, names) reaches their recipes through the environment, never
+# pasted into the shell's text: a quote or a $ in it is a character, not
+# syntax. A value given is exported as its text already (the top of this
+# file); these export the defaults too.
 gate: export SERIES := $(SERIES)
 gate: export BASE := $(BASE)
 report: export DIR := $(DIR)
