@@ -77,48 +77,56 @@ def describe(name, **extra):
     return m
 
 
+def fake_build(t):
+    """A fake build under t (the reproducers' metadata, sources and guest
+    images) and a fake kernel image beside its config: (the environment
+    krepro bundle runs in, the image, fake-bug's own guest image)."""
+    build = os.path.join(t, "build")
+    os.makedirs(os.path.join(build, "repro"))
+    os.makedirs(os.path.join(build, "guest", "repro"))
+    for name, extra in (("fake-bug", {}), ("fake-arm", {"arches": ["arm"]}),
+                        ("fake-disk", {"disk_mib": 64, "prepare": True}),
+                        ("fake-hang", {"signatures": [{"kind": "HANG", "title": None, "frame": None,
+                                                       "detectors": []}]})):
+        with open(os.path.join(build, "repro", name + ".json"), "w") as f:
+            json.dump(describe(name, **extra), f)
+        src = os.path.join(t, "repro", name)
+        os.makedirs(src)
+        with open(os.path.join(src, "CMakeLists.txt"), "w") as f:
+            f.write("krepro_reproducer(%s)\n" % ("ARCHES arm" if name == "fake-arm" else ""))
+        with open(os.path.join(src, name + ".c"), "w") as f:
+            f.write(f"/* {name} */\n")
+        with open(os.path.join(src, "README.md"), "w") as f:
+            f.write(f"# {name}\n\n## The bug\n\nA fake.\n\n## Evidence\n\n- FAIL: `# race: FAIL: lost`\n")
+        # The reproducer's binary (the prepared disk's stamp hashes it).
+        with open(os.path.join(build, "repro", name), "w") as f:
+            f.write("binary")
+    # The whole guest image and each reproducer's own.
+    with open(os.path.join(build, "guest", "initramfs.cpio"), "wb") as f:
+        f.write(b"the whole image" * 100)
+    own = b"070701 fake-bug's own image " * 1000
+    with open(os.path.join(build, "guest", "repro", "fake-bug.cpio"), "wb") as f:
+        f.write(own)
+    image = os.path.join(t, "kernel", "bzImage-mine")
+    os.makedirs(os.path.dirname(image))
+    with open(image, "wb") as f:
+        f.write(b"\0" * 514 + b"HdrS" + b"fake kernel" * 100)
+    with open(image + ".config", "w") as f:
+        f.write("CONFIG_BLK_DEV_INITRD=y\nCONFIG_RD_GZIP=y\n")
+    env = dict(os.environ, KREPRO_NO_BUILD="1", KREPRO_BUILD=build,
+               KREPRO_REPRO_DIR=os.path.join(t, "repro"),
+               KREPRO_INITRD=os.path.join(build, "guest", "initramfs.cpio"),
+               KREPRO_CACHE=os.path.join(t, "cache"), KREPRO_KERNELS=os.path.join(t, "kernels"),
+               PYTHONPATH=os.path.join(TOP, "scripts"))
+    return env, image, own
+
+
 class Bundle(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="krepro-bundle-test.")
         t = cls.tmp
-        build = os.path.join(t, "build")
-        os.makedirs(os.path.join(build, "repro"))
-        os.makedirs(os.path.join(build, "guest", "repro"))
-        for name, extra in (("fake-bug", {}), ("fake-arm", {"arches": ["arm"]}),
-                            ("fake-disk", {"disk_mib": 64, "prepare": True}),
-                            ("fake-hang", {"signatures": [{"kind": "HANG", "title": None, "frame": None,
-                                                           "detectors": []}]})):
-            with open(os.path.join(build, "repro", name + ".json"), "w") as f:
-                json.dump(describe(name, **extra), f)
-            src = os.path.join(t, "repro", name)
-            os.makedirs(src)
-            with open(os.path.join(src, "CMakeLists.txt"), "w") as f:
-                f.write("krepro_reproducer(%s)\n" % ("ARCHES arm" if name == "fake-arm" else ""))
-            with open(os.path.join(src, name + ".c"), "w") as f:
-                f.write(f"/* {name} */\n")
-            with open(os.path.join(src, "README.md"), "w") as f:
-                f.write(f"# {name}\n\n## The bug\n\nA fake.\n\n## Evidence\n\n- FAIL: `# race: FAIL: lost`\n")
-            # The reproducer's binary (the prepared disk's stamp hashes it).
-            with open(os.path.join(build, "repro", name), "w") as f:
-                f.write("binary")
-        # The whole guest image and each reproducer's own.
-        with open(os.path.join(build, "guest", "initramfs.cpio"), "wb") as f:
-            f.write(b"the whole image" * 100)
-        cls.own = b"070701 fake-bug's own image " * 1000
-        with open(os.path.join(build, "guest", "repro", "fake-bug.cpio"), "wb") as f:
-            f.write(cls.own)
-        cls.image = os.path.join(t, "kernel", "bzImage-mine")
-        os.makedirs(os.path.dirname(cls.image))
-        with open(cls.image, "wb") as f:
-            f.write(b"\0" * 514 + b"HdrS" + b"fake kernel" * 100)
-        with open(cls.image + ".config", "w") as f:
-            f.write("CONFIG_BLK_DEV_INITRD=y\nCONFIG_RD_GZIP=y\n")
-        cls.env = dict(os.environ, KREPRO_NO_BUILD="1", KREPRO_BUILD=build,
-                       KREPRO_REPRO_DIR=os.path.join(t, "repro"),
-                       KREPRO_INITRD=os.path.join(build, "guest", "initramfs.cpio"),
-                       KREPRO_CACHE=os.path.join(t, "cache"), KREPRO_KERNELS=os.path.join(t, "kernels"),
-                       PYTHONPATH=os.path.join(TOP, "scripts"))
+        cls.env, cls.image, cls.own = fake_build(t)
         cls.out = os.path.join(t, "bundles")
         p = cls.krepro("fake-bug", "--kernel", cls.image, "--out", cls.out)
         cls.made = (p.returncode, p.stdout, p.stderr)

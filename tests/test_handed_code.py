@@ -5,23 +5,38 @@ names, a tree given to --tree or --base.
 - make: a variable on the command line or in the environment holding
   `; touch F` or `$(shell touch F)`, under make -n and without, creates no
   F, and its text never shows in a recipe make -n prints; every variable
-  the Makefile names is tried.
+  the Makefile names is tried. In a copy of the source tree with an empty
+  cache (tests/test_contract.py's setup), KREPRO_NO_BUILD=1 and a QEMU,
+  apt-get and cmake that leave a mark if started.
+- A linux-image .deb whose boot/vmlinuz-<release> holds a newline, $(...),
+  backquotes or quotes, and a kernel image so named, are refused before
+  anything is unpacked; and a bundle's run.sh takes such a label as data
+  (sh -n, --help and a run with a fake QEMU create nothing). With
+  tests/test_bundle.py's fake build. A LAVA job names such a kernel's file
+  by a URL that holds its name as characters, a lab's copy by a plain name.
 
-Runs in a copy of the source tree with an empty cache (tests/test_contract.py's
-setup), KREPRO_NO_BUILD=1 and a QEMU, apt-get and cmake that leave a mark if
-started. Builds nothing, boots nothing.
+Builds nothing, boots nothing.
 """
+import hashlib
+import io
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
+import types
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import test_contract as contract  # noqa: E402
+from test_bundle import COREUTILS, fake_build  # noqa: E402
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+from krepro.bundle import make as bundle_make  # noqa: E402
+from krepro.lava import job as lava_job, lab as lava_lab  # noqa: E402
 sys.dont_write_bytecode = True  # the tree copy must not change, not even by Python
 
 # Every target that takes a value, for make -n to print (not test: its
@@ -159,6 +174,175 @@ class Make(unittest.TestCase):
         # Last (the tests run in name order): after every case above.
         self.assertEqual(os.listdir(self.marks), [], "QEMU, apt-get or cmake was started")
         self.assertFalse(os.path.exists(os.path.join(self.top, "build")), "a build directory was made")
+
+
+# A release as code: each of these would run, pasted into a shell's text.
+RELEASE = "6.1.0-1$(touch F)`touch G`'\"x"
+
+
+def tar_gz(members):
+    """A .tar.gz of (name, data) members, data None for a directory."""
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w:gz") as t:
+        for name, data in members:
+            i = tarfile.TarInfo(name)
+            if data is None:
+                i.type, i.mode = tarfile.DIRTYPE, 0o755
+                t.addfile(i)
+            else:
+                i.size, i.mode = len(data), 0o644
+                t.addfile(i, io.BytesIO(data))
+    return b.getvalue()
+
+
+def ar_deb(path, release, image):
+    """A .deb made by hand (an ar archive of debian-binary and two tarballs):
+    dpkg-deb builds none with a newline in a member's name, and a package
+    is someone else's, made by anything."""
+    data = tar_gz([("./", None), ("./boot/", None), (f"./boot/vmlinuz-{release}", image),
+                   ("./lib/", None), ("./lib/modules/", None), (f"./lib/modules/{release}/", None)])
+    control = tar_gz([("./control", b"Package: x\nVersion: 1\nArchitecture: amd64\n"
+                                    b"Maintainer: x <x@x>\nDescription: x\n")])
+    out = b"!<arch>\n"
+    for name, blob in (("debian-binary", b"2.0\n"), ("control.tar.gz", control), ("data.tar.gz", data)):
+        out += f"{name:<16}{0:<12}{0:<6}{0:<6}{100644:<8}{len(blob):<10}`\n".encode() + blob
+        out += b"\n" if len(blob) % 2 else b""
+    with open(path, "wb") as f:
+        f.write(out)
+
+
+class KernelNames(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.scratch = tempfile.TemporaryDirectory(prefix="krepro-handed-names.")
+        t = cls.scratch.name
+        cls.env, image, _ = fake_build(t)
+        with open(image, "rb") as f:
+            cls.image_bytes = f.read()
+        # Where a $(touch F) would leave its F: every command runs here.
+        cls.cwd = os.path.join(t, "cwd")
+        os.makedirs(cls.cwd)
+        cls.debs = os.path.join(t, "debs")
+        # dpkg-deb's package: quotes, $(...) and backquotes in the release.
+        p = os.path.join(cls.debs, "quoted")
+        for d in ("DEBIAN", "boot", f"lib/modules/{RELEASE}"):
+            os.makedirs(os.path.join(p, d))
+        with open(os.path.join(p, "boot", f"vmlinuz-{RELEASE}"), "wb") as f:
+            f.write(cls.image_bytes)
+        with open(os.path.join(p, "DEBIAN", "control"), "w") as f:
+            f.write("Package: quoted\nVersion: 1\nArchitecture: amd64\nMaintainer: x <x@x>\nDescription: x\n")
+        subprocess.run(["dpkg-deb", "-Zxz", "--build", p, p + ".deb"], check=True, capture_output=True)
+        # And a newline: made by hand.
+        ar_deb(os.path.join(cls.debs, "newline.deb"), "6.1.0-1\n" + RELEASE, cls.image_bytes)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.scratch.cleanup()
+
+    def run_krepro(self, *args):
+        return subprocess.run([sys.executable, "-m", "krepro", *args], env=self.env, cwd=self.cwd,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+
+    def nothing_ran(self):
+        self.assertEqual(sorted(os.listdir(self.cwd)), [], "a name ran as code")
+
+    def refused(self, p, want):
+        self.assertEqual(p.returncode, 128, p.stdout + p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertIn(want, p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
+
+    def test_deb_refused_before_unpacking(self):
+        for name in ("quoted.deb", "newline.deb"):
+            deb = os.path.join(self.debs, name)
+            with self.subTest(deb=name):
+                # A dry run reads the package; a run would unpack it only after.
+                self.refused(self.run_krepro("run", "--dry-run", "--kernel", deb, "fake-bug"),
+                             "names no kernel release")
+                self.refused(self.run_krepro("bundle", "--kernel", deb, "--out", "bundles", "fake-bug"),
+                             "names no kernel release")
+                self.assertFalse(os.path.exists(os.path.join(self.env["KREPRO_CACHE"], "distro")),
+                                 "the package was unpacked")
+                self.nothing_ran()
+
+    def test_unpacked_package_refused(self):
+        # The same package unpacked by hand, given as its directory or its image.
+        root = os.path.join(self.debs, "quoted")
+        for spec in (root, os.path.join(root, "boot", f"vmlinuz-{RELEASE}")):
+            with self.subTest(spec=spec):
+                self.refused(self.run_krepro("run", "--dry-run", "--kernel", spec, "fake-bug"),
+                             "is no kernel release")
+                self.nothing_ran()
+
+    def test_image_named_as_code(self):
+        # A plain image's file name is its label.
+        d = os.path.join(self.scratch.name, "named")
+        os.makedirs(d, exist_ok=True)
+        image = os.path.join(d, "bzImage-" + RELEASE)
+        with open(image, "wb") as f:
+            f.write(self.image_bytes)
+        for args in (("run", "--dry-run", "--kernel", image, "fake-bug"),
+                     ("bundle", "--kernel", image, "--out", "bundles", "fake-bug")):
+            with self.subTest(args=args[:2]):
+                self.refused(self.run_krepro(*args), "its name is the kernel's label")
+                self.nothing_ran()
+
+    def test_run_sh_takes_values_as_data(self):
+        # Were such a label let through another way, run.sh would still take
+        # it as a word: made here with the label no check would pass.
+        label = "6.1.0-1\n" + RELEASE
+        meta = types.SimpleNamespace(name="fake-bug", hang_is_bug=False, cmdline="fake.opt=1", cpus=2)
+        bundle = os.path.join(self.scratch.name, "bundle")
+        os.makedirs(bundle, exist_ok=True)
+        with open(os.path.join(bundle, "run.sh"), "w") as f:
+            f.write(bundle_make.run_sh(meta, types.SimpleNamespace(label=label), "x86_64", 5,
+                                       "initramfs.cpio", False))
+        os.chmod(os.path.join(bundle, "run.sh"), 0o755)
+        for name, data in (("bzImage", self.image_bytes), ("initramfs.cpio", b"070701")):
+            with open(os.path.join(bundle, name), "wb") as f:
+                f.write(data)
+        with open(os.path.join(bundle, "SHA256SUMS"), "w") as f:
+            for name in ("bzImage", "initramfs.cpio"):
+                with open(os.path.join(bundle, name), "rb") as g:
+                    f.write(f"{hashlib.sha256(g.read()).hexdigest()}  {name}\n")
+        bindir = os.path.join(self.scratch.name, "bin")
+        os.makedirs(bindir, exist_ok=True)
+        for tool in COREUTILS:
+            if not os.path.lexists(os.path.join(bindir, tool)):
+                os.symlink(shutil.which(tool), os.path.join(bindir, tool))
+        # A QEMU that prints no result: the run is BROKEN, after every line
+        # that names the kernel.
+        with open(os.path.join(bindir, "qemu-system-x86_64"), "w") as f:
+            f.write("#!/bin/sh\nexit 0\n")
+        os.chmod(os.path.join(bindir, "qemu-system-x86_64"), 0o755)
+        run = os.path.join(bundle, "run.sh")
+        p = subprocess.run(["sh", "-n", run], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        env = ["env", "-i", f"PATH={bindir}"]
+        p = subprocess.run(env + [run, "--help"], cwd=self.cwd, capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(f"reported for fake-bug (on {label}).", p.stdout)
+        p = subprocess.run(env + [run], cwd=self.cwd, capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 125, p.stdout + p.stderr)
+        self.assertIn(f"BROKEN: fake-bug on {label} (no result line", p.stdout)
+        shutil.rmtree(os.path.join(bundle, "out"))
+        self.nothing_ran()
+
+
+class LavaNames(unittest.TestCase):
+    def test_urls_hold_names_as_characters(self):
+        with tempfile.TemporaryDirectory() as t:
+            image = os.path.join(t, "bz Image#" + RELEASE)
+            with open(image, "wb") as f:
+                f.write(b"kernel")
+            url = lava_job.file_url(image)
+            self.assertRegex(url, r"^file:///[A-Za-z0-9%/._~-]+$")
+            self.assertTrue(url.endswith("/bz%20Image%23" + "6.1.0-1%24%28touch%20F%29%60touch%20G%60%27%22x"), url)
+            served = os.path.join(t, "served")
+            os.makedirs(served)
+            url, digest = lava_lab.publish(image, (served, "http://lab.invalid/files"))
+            self.assertRegex(url, r"^http://lab\.invalid/files/[0-9a-f]{16}-[A-Za-z0-9._-]+$")
+            self.assertEqual(os.listdir(served), [url.rsplit("/", 1)[1]])
 
 
 if __name__ == "__main__":

@@ -92,6 +92,7 @@ class Kernel:
             if not os.path.isdir(self.tree):
                 raise UsageError(f"--tree {self.tree}: " + ("not a directory" if os.path.lexists(self.tree)
                                                           else "no such directory"))
+            self.check_label(f"--tree {self.tree}")
         elif not self.flavour:
             if not os.path.exists(self.spec):
                 close = difflib.get_close_matches(self.spec, FLAVOURS, n=1, cutoff=0.6)
@@ -113,6 +114,15 @@ class Kernel:
                     not arches.is_kernel_image(self.arch, self.image or self.spec):
                 raise UsageError(self.not_an_image())
             self.image = os.path.realpath(self.image or self.spec)
+            self.check_label(f"--kernel {self.spec}")
+
+    def check_label(self, what):
+        """A label names the kernel's run directories and is a word of the
+        reports and of a bundle's run.sh: a release's characters only (a
+        distribution kernel's release is checked where it is read)."""
+        if not deb.RELEASE.fullmatch(self.label):
+            raise UsageError(f"{what}: its name is the kernel's label, which is {deb.RELEASE_CHARS}; "
+                             f"not '{say(self.label)}' (rename or link it)")
 
     def not_an_image(self):
         return (f"--kernel {self.spec}: not {arches.image_kind(self.arch)}"

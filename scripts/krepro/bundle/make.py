@@ -243,17 +243,18 @@ def write_files(stage, meta, kernel, arch, initrd, own, config_src, cfg, disk):
 
 
 def run_sh(meta, kernel, arch, limit, initrd_name, has_disk):
+    """run.sh: the template, with what it is for as a block of variable
+    assignments, each value one shell-quoted word (a label or a name is
+    data, whatever it holds), and QEMU's words, each quoted."""
     a = ARCHES[arch]
     with open(TEMPLATE) as f:
         text = f.read()
-    fill = {"REPRO": meta.name, "LABEL": kernel.label, "LIMIT": str(limit), "ARCH": arch,
-            "HANG_IS_BUG": "1" if meta.hang_is_bug else "0", "QEMU": a["qemu"],
-            "QEMU_PKG": a["qemu_pkg"], "CPU": a["cpu"], "IMAGE": arches.image_name(arch),
-            "INITRD": initrd_name,
-            "DISK": DISK if has_disk else "", "ARGV": qemu_words(arch, meta, has_disk)}
-    for k, v in fill.items():
-        text = text.replace(f"@{k}@", v)
-    return text
+    values = {"repro": meta.name, "label": kernel.label, "limit": str(limit), "arch": arch,
+              "hang_is_bug": "1" if meta.hang_is_bug else "0", "qemu": a["qemu"],
+              "qemu_pkg": a["qemu_pkg"], "cpu": a["cpu"], "image": arches.image_name(arch),
+              "initrd_name": initrd_name, "disk_name": DISK if has_disk else ""}
+    block = "\n".join(f"{k}={shlex.quote(v)}" for k, v in values.items())
+    return text.replace("@VALUES@", block, 1).replace("@ARGV@", qemu_words(arch, meta, has_disk), 1)
 
 
 def write_sums(stage):

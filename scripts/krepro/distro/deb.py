@@ -22,6 +22,17 @@ HEAD_MAX = 4096
 CONFIG_MAX = 8 << 20
 KEPT_MAX = 16 << 20
 IMAGE = re.compile(r"boot/vmlinuz-([^/]+)")
+# A kernel release (6.1.0-18-cloud-amd64): it becomes the kernel's label,
+# which names run directories and is a word of a bundle's run.sh.
+RELEASE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
+RELEASE_CHARS = "letters, digits, '.', '_', '+' and '-', at most 100, from a letter or digit"
+
+
+def release_problem(release):
+    """Why release is no kernel release (a newline, a quote, a $ in it), or None."""
+    if RELEASE.fullmatch(release):
+        return None
+    return f"'{say(release)}' is no kernel release ({RELEASE_CHARS})"
 
 
 def scan_deb(deb, keep=lambda name, m: None):
@@ -72,6 +83,9 @@ def member_problem(m):
         return f"member {say(m.name)} leads out of the package"
     if not (m.isreg() or m.isdir() or m.issym() or m.islnk()):
         return f"member {say(m.name)} is not a regular file, a directory or a link"
+    image = IMAGE.fullmatch(name)
+    if image and not RELEASE.fullmatch(image.group(1)):
+        return f"member {say(m.name)} names no kernel release ({RELEASE_CHARS})"
     if m.issym() or m.islnk():
         base = os.path.dirname(name) if m.issym() else ""
         to = os.path.normpath(os.path.join(base, m.linkname))

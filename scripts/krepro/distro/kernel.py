@@ -29,7 +29,7 @@ import shutil
 import subprocess
 
 from ..arches import ARCHES
-from .deb import DistroError, check_deb, parse_config
+from .deb import DistroError, check_deb, parse_config, release_problem
 from .modules import MODULE_EXT, Modules, closure, implied, mod_name, module_index, option_objects
 from ..paths import TOP, cache, file_sha256
 from ..untrusted import say
@@ -75,11 +75,15 @@ def resolve(spec):
         release = name[len("vmlinuz-"):]
         if not os.path.isdir(os.path.join(root, "lib", "modules", release)):
             return None
+        if release_problem(release):
+            raise DistroError(f"{say(spec)}: {release_problem(release)}")
         return os.path.realpath(spec), release, root
     images = sorted(glob.glob(os.path.join(root, "boot", "vmlinuz-*")))
     if len(images) != 1:
         raise DistroError(f"{spec}: want one boot/vmlinuz-<release>, found {len(images)}")
     release = os.path.basename(images[0])[len("vmlinuz-"):]
+    if release_problem(release):
+        raise DistroError(f"{say(spec)}: boot/vmlinuz-<release>: {release_problem(release)}")
     if not os.path.isdir(os.path.join(root, "lib", "modules", release)):
         raise DistroError(f"{spec}: no lib/modules/{release} beside {images[0]}")
     check_links(root, ["boot", os.path.join("lib", "modules", release)])

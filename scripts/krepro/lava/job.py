@@ -12,6 +12,7 @@ import re
 import shlex
 import subprocess
 import time
+import urllib.parse
 
 from ..arches import ARCHES
 from .. import guest
@@ -105,7 +106,9 @@ def lab_context(arch, smp):
 
 
 def file_url(path):
-    return "file://" + os.path.realpath(path)
+    # Percent-encoded: a space, '#' or '?' in a path (a kernel of the
+    # user's) is then a character of the file's name, not of the URL's syntax.
+    return "file://" + urllib.parse.quote(os.path.realpath(path))
 
 
 def compact_disk(raw):

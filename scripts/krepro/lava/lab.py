@@ -95,7 +95,9 @@ def publish(path, artifacts):
     Returns (url, sha256)."""
     directory, base = artifacts
     digest = file_sha256(path)
-    name = f"{digest[:16]}-{os.path.basename(path)}"
+    # The file's own name kept only as a hint, in characters a URL and the
+    # lab's command line take as they are (it may be a kernel of the user's).
+    name = f"{digest[:16]}-{re.sub(r'[^A-Za-z0-9._-]', '_', os.path.basename(path))}"
     dest = os.path.join(directory, name)
     if not os.path.exists(dest):
         shutil.copyfile(path, dest + ".tmp")
