@@ -67,6 +67,17 @@ ccache_paths() {
 	KREPRO_KCFLAGS="-fmacro-prefix-map=$rel/= -fdebug-prefix-map=$obj=. -fdebug-prefix-map=$tree/= -fdebug-prefix-map=$rel/="
 }
 
+# Every git krepro runs: nothing of the repository's configuration runs on
+# its own (its hooks, an fsmonitor hook, an ssh command: a --base or a
+# user's tree is someone else's, its .git/config too), no optional lock is
+# taken (a status never rewrites a tree's index), and what krepro commits
+# in its own trees is krepro's. The host runner's safe_git
+# (scripts/krepro/untrusted.py) passes the same.
+safe_git() {
+	git --no-optional-locks -c core.fsmonitor= -c core.hooksPath=/dev/null -c core.sshCommand=false \
+		-c user.name=krepro -c user.email=krepro@localhost "$@"
+}
+
 log() { printf 'krepro: %s\n' "$(say "$*")" >&2; }
 die() { printf 'krepro: error: %s\n' "$(say "$*")" >&2; exit "${KREPRO_DIE_CODE:-1}"; }
 # Bad input before any work: one line and 128 (git bisect run stops).

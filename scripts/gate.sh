@@ -117,7 +117,7 @@ repro_list=($repros)
 case $base in
 unpatched | patched) ;;
 *)
-	[ -d "$base" ] && git -C "$base" rev-parse -q --verify HEAD >/dev/null 2>&1 ||
+	[ -d "$base" ] && safe_git -C "$base" rev-parse -q --verify HEAD >/dev/null 2>&1 ||
 		die "--base $base: not unpatched, patched or a git kernel tree"
 	;;
 esac
@@ -132,20 +132,20 @@ unpatched | patched)
 	mapfile -t base_patches < <("$KERNELS" series "$base")
 	;;
 *)
-	[ -d "$base" ] && git -C "$base" rev-parse -q --verify HEAD >/dev/null 2>&1 ||
+	[ -d "$base" ] && safe_git -C "$base" rev-parse -q --verify HEAD >/dev/null 2>&1 ||
 		die "--base $base: not unpatched, patched or a git kernel tree"
 	src=$(realpath "$base")
-	[ -z "$(git -C "$src" status --porcelain --untracked-files=no)" ] ||
+	[ -z "$(safe_git -C "$src" status --porcelain --untracked-files=no)" ] ||
 		log "warning: $src has uncommitted changes: the gate builds its HEAD commit only"
 	# Laid out as the flavours' trees (ROOT/linux-X.Y), so that its build
 	# takes from ccache what it shares with them (kernels.sh tree_obj).
 	tree=$KREPRO_CACHE/gate/trees/$(echo "$src" | sha256sum | cut -c1-12)/linux-$(tree_version "$src")
 	if [ ! -d "$tree/.git" ]; then
 		log "cloning $src into $tree (shared objects, nothing written to $src)"
-		git clone -q --shared --no-checkout "$src" "$tree" || die "cannot clone $src"
+		safe_git clone -q --shared --no-checkout "$src" "$tree" || die "cannot clone $src"
 	fi
-	ref=$(git -C "$src" rev-parse HEAD)
-	git -C "$tree" fetch -q "$src" "$ref" 2>/dev/null || git -C "$tree" fetch -q "$src" HEAD ||
+	ref=$(safe_git -C "$src" rev-parse HEAD)
+	safe_git -C "$tree" fetch -q "$src" "$ref" 2>/dev/null || safe_git -C "$tree" fetch -q "$src" HEAD ||
 		die "cannot fetch $ref from $src"
 	name=tree
 	;;
@@ -204,8 +204,8 @@ echo
 # its patch before it builds anything.
 culprit_args=()
 if [ -n "$bisect" ]; then
-	if bad=$(git -C "$tree" rev-parse -q --verify "krepro-x-gate-$name-series^{commit}") &&
-		good=$(git -C "$tree" rev-parse -q --verify "$bad~${#patches[@]}^{commit}"); then
+	if bad=$(safe_git -C "$tree" rev-parse -q --verify "krepro-x-gate-$name-series^{commit}") &&
+		good=$(safe_git -C "$tree" rev-parse -q --verify "$bad~${#patches[@]}^{commit}"); then
 		culprit_args=(--tree "$tree" --good "$good" --bad "$bad")
 	else
 		log "warning: no branch krepro-x-gate-$name-series with ${#patches[@]} commits in $tree: no culprit search"

@@ -41,7 +41,7 @@ OBJ=${KREPRO_OBJ:-$KREPRO_CACHE/build/$KREPRO_BRANCH/$KREPRO_ARCH}
 # Compile jobs: every core unless told (KREPRO_JOBS is the guests' count, not this).
 JOBS=${KREPRO_BUILD_JOBS:-$(nproc)}
 
-git_tree() { git -C "$KREPRO_TREE" "$@"; }
+git_tree() { safe_git -C "$KREPRO_TREE" "$@"; }
 
 cmd_tree() {
 	if git_tree rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1; then
@@ -57,15 +57,15 @@ cmd_tree() {
 	rm -rf "$KREPRO_TREE" "$KREPRO_TREE.tmp"
 	mkdir -p "$KREPRO_TREE.tmp"
 	tar -xJf "$tarball" -C "$KREPRO_TREE.tmp" --strip-components=1
-	git -C "$KREPRO_TREE.tmp" init -q -b krepro-pristine
-	git -C "$KREPRO_TREE.tmp" config user.name krepro
-	git -C "$KREPRO_TREE.tmp" config user.email krepro@localhost
-	git -C "$KREPRO_TREE.tmp" config gc.auto 0
+	safe_git -C "$KREPRO_TREE.tmp" init -q -b krepro-pristine
+	safe_git -C "$KREPRO_TREE.tmp" config user.name krepro
+	safe_git -C "$KREPRO_TREE.tmp" config user.email krepro@localhost
+	safe_git -C "$KREPRO_TREE.tmp" config gc.auto 0
 	# The tarball's own .gitignore files would hide shipped files (e.g. generated
 	# headers Debian includes); -f takes the tree exactly as Debian ships it.
-	git -C "$KREPRO_TREE.tmp" add -A -f .
-	git -C "$KREPRO_TREE.tmp" commit -q -m "Debian $pkg $version"
-	git -C "$KREPRO_TREE.tmp" tag pristine
+	safe_git -C "$KREPRO_TREE.tmp" add -A -f .
+	safe_git -C "$KREPRO_TREE.tmp" commit -q -m "Debian $pkg $version"
+	safe_git -C "$KREPRO_TREE.tmp" tag pristine
 	mv "$KREPRO_TREE.tmp" "$KREPRO_TREE"
 }
 
@@ -456,10 +456,10 @@ cmd_check_series() {
 	shift 2
 	idx=$(mktemp)
 	trap 'rm -f "$idx" "$idx.lock" "$idx.err"; trap - RETURN' RETURN
-	GIT_INDEX_FILE=$idx git -C "$tree" read-tree "$base" || KREPRO_DIE_CODE=128 die "no commit '$base' in $tree"
+	GIT_INDEX_FILE=$idx safe_git -C "$tree" read-tree "$base" || KREPRO_DIE_CODE=128 die "no commit '$base' in $tree"
 	for p in "$@"; do
 		[ -f "$p" ] || KREPRO_DIE_CODE=128 die "no such patch: $p"
-		if ! GIT_INDEX_FILE=$idx git -C "$tree" apply --cached "$(realpath "$p")" 2>"$idx.err"; then
+		if ! GIT_INDEX_FILE=$idx safe_git -C "$tree" apply --cached "$(realpath "$p")" 2>"$idx.err"; then
 			sed 's/^/  /' "$idx.err" >&2
 			# "error: patch failed: FILE:LINE" names the hunk by its old start line.
 			where=$(sed -n 's/^error: patch failed: //p' "$idx.err" | head -1)
@@ -486,7 +486,7 @@ cmd_build_series() {
 	[ "$tree" != "$KREPRO_TREE" ] || cmd_tree
 	img=$(kernel_image "$name")
 	stamp=$({
-		git -C "$tree" rev-parse "$base^{commit}"
+		safe_git -C "$tree" rev-parse "$base^{commit}"
 		echo "$KREPRO_ARCH"
 		for p in "$@"; do sha256sum <"$p"; done
 		config_fragments | xargs sha256sum | cut -d' ' -f1
@@ -496,10 +496,10 @@ cmd_build_series() {
 		return 0
 	fi
 	cmd_check_series "$tree" "$base" "$@"
-	git -C "$tree" am --abort >/dev/null 2>&1 || true
-	git -C "$tree" checkout -q -f -B "krepro-x-$name" "$base"
+	safe_git -C "$tree" am --abort >/dev/null 2>&1 || true
+	safe_git -C "$tree" checkout -q -f -B "krepro-x-$name" "$base"
 	for p in "$@"; do
-		git -C "$tree" -c user.name=krepro -c user.email=krepro@localhost am -q --no-3way "$(realpath "$p")" ||
+		safe_git -C "$tree" am -q --no-3way "$(realpath "$p")" ||
 			die "patch $p does not apply on $base (checked a moment ago?)"
 	done
 	# The cache tree shares the flavours' object directory (incremental); any

@@ -14,6 +14,11 @@ names, a tree given to --tree or --base.
   (sh -n, --help and a run with a fake QEMU create nothing). With
   tests/test_bundle.py's fake build. A LAVA job names such a kernel's file
   by a URL that holds its name as characters, a lab's copy by a plain name.
+- A git tree of someone else's, with a core.fsmonitor hook and hooks that
+  leave a mark, its index's stat data stale (a status would rewrite it):
+  every command given it as --tree or --base (dry runs, refusals, and the
+  steps before a build: fixcheck's clone, bisect's scratch clone) runs no
+  hook and leaves its index's bytes as they were.
 
 Builds nothing, boots nothing.
 """
@@ -343,6 +348,130 @@ class LavaNames(unittest.TestCase):
             url, digest = lava_lab.publish(image, (served, "http://lab.invalid/files"))
             self.assertRegex(url, r"^http://lab\.invalid/files/[0-9a-f]{16}-[A-Za-z0-9._-]+$")
             self.assertEqual(os.listdir(served), [url.rsplit("/", 1)[1]])
+
+
+HOOKS = ("pre-commit", "post-checkout", "post-commit", "post-index-change", "reference-transaction",
+         "pre-auto-gc", "post-merge", "applypatch-msg")
+FIX = """From 0 Mon Sep 17 00:00:00 2001
+From: t <t@example.invalid>
+Subject: [PATCH] a line more
+
+---
+diff --git a/file.c b/file.c
+--- a/file.c
++++ b/file.c
+@@ -1,2 +1,3 @@
+ a
+ b
++c
+"""
+
+
+class GitTrees(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.scratch = tempfile.TemporaryDirectory(prefix="krepro-handed-git.")
+        t = cls.scratch.name
+        cls.marks = os.path.join(t, "marks")
+        os.makedirs(cls.marks)
+        # A kernel tree as far as the checks before a build look (kernels.sh build-tree's).
+        cls.tree = os.path.join(t, "linux")
+        for d in ("arch/x86", "scripts/kconfig"):
+            os.makedirs(os.path.join(cls.tree, d))
+        files = {"Makefile": "VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 0\n", "file.c": "a\n",
+                 "scripts/kconfig/merge_config.sh": "#!/bin/sh\n"}
+        for name, text in files.items():
+            with open(os.path.join(cls.tree, name), "w") as f:
+                f.write(text)
+        os.chmod(os.path.join(cls.tree, "scripts/kconfig/merge_config.sh"), 0o755)
+        g = ["git", "-C", cls.tree, "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+        subprocess.run(g + ["init", "-q"], check=True)
+        subprocess.run(g + ["add", "-A"], check=True)
+        subprocess.run(g + ["commit", "-q", "-m", "one"], check=True)
+        with open(os.path.join(cls.tree, "file.c"), "a") as f:
+            f.write("b\n")
+        subprocess.run(g + ["commit", "-q", "-a", "-m", "two"], check=True)
+        # Set last: the tree's own hooks and fsmonitor, each leaving a mark.
+        for name in HOOKS + ("fsmonitor",):
+            path = os.path.join(t, "fsmonitor") if name == "fsmonitor" else \
+                os.path.join(cls.tree, ".git", "hooks", name)
+            with open(path, "w") as f:
+                f.write(f"#!/bin/sh\necho \"$*\" >>{os.path.join(cls.marks, name)}\nexit 1\n")
+            os.chmod(path, 0o755)
+        subprocess.run(["git", "-C", cls.tree, "config", "core.fsmonitor", os.path.join(t, "fsmonitor")],
+                       check=True)
+        cls.fix = os.path.join(t, "fix.patch")
+        with open(cls.fix, "w") as f:
+            f.write(FIX)
+        cls.env = dict(os.environ, KREPRO_CACHE=os.path.join(t, "cache"), KREPRO_NO_BUILD="1",
+                       PYTHONPATH=os.path.join(TOP, "scripts"), PYTHONDONTWRITEBYTECODE="1")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.scratch.cleanup()
+
+    def index(self):
+        with open(os.path.join(self.tree, ".git", "index"), "rb") as f:
+            return f.read()
+
+    def clear_marks(self):
+        for m in os.listdir(self.marks):
+            os.remove(os.path.join(self.marks, m))
+
+    def untouched(self, argv, codes=(0,)):
+        # A file's times changed, not its bytes: git status would refresh the
+        # index's stat data and write it.
+        self.clear_marks()
+        os.utime(os.path.join(self.tree, "file.c"))
+        before = self.index()
+        p = subprocess.run(argv, env=self.env, cwd=self.scratch.name, stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=300)
+        self.assertIn(p.returncode, codes, p.stdout[-1000:] + p.stderr[-2000:])
+        self.assertEqual(sorted(os.listdir(self.marks)), [], "the tree's hooks or fsmonitor ran")
+        self.assertEqual(self.index(), before, "the tree's index was rewritten")
+        return p
+
+    def test_hooks_are_live(self):
+        # The tree as set up: a plain git status runs its fsmonitor and hook.
+        self.clear_marks()
+        os.utime(os.path.join(self.tree, "file.c"))
+        before = self.index()
+        subprocess.run(["git", "-C", self.tree, "status", "--porcelain"], capture_output=True)
+        self.assertIn("fsmonitor", os.listdir(self.marks))
+        self.assertNotEqual(self.index(), before)
+
+    def test_commands(self):
+        self.test_hooks_are_live()
+        py = [sys.executable, "-m", "krepro"]
+        run, gate, kernels = (os.path.join(TOP, "run-in-qemu.sh"), os.path.join(TOP, "scripts", "gate.sh"),
+                              os.path.join(TOP, "scripts", "kernels.sh"))
+        for argv, codes in (
+                ([gate, "--dry-run", "--base", self.tree, "--repros", "xfs-nowait-dio", self.fix], (0,)),
+                ([gate, "--dry-run", "--base", self.tree, "--repros", "nosuch", self.fix], (128,)),
+                ([kernels, "check-series", self.tree, "HEAD", self.fix], (0,)),
+                (py + ["bisect", "--dry-run", "--tree", self.tree, "--good", "HEAD~1", "--bad", "HEAD",
+                       "xfs-nowait-dio"], (0,)),
+                (py + ["bisect", "--tree", self.tree, "--good", "nosuch", "--bad", "HEAD", "xfs-nowait-dio"],
+                 (128,)),
+                (py + ["fixcheck", "--dry-run", "--tree", self.tree, "--fix", self.fix, "xfs-nowait-dio"], (0,)),
+                ([run, "--dry-run", "--tree", self.tree, "xfs-nowait-dio"], (0,))):
+            with self.subTest(argv=argv[:3]):
+                self.untouched(argv, codes)
+
+    def test_steps_before_a_build(self):
+        # What fixcheck and bisect do to the tree before their first build:
+        # its clone, the scratch clone's checkout, the patch-ids of a series.
+        self.test_hooks_are_live()
+        code = ("import sys; from krepro.fixcheck.check import clone_of; "
+                "from krepro.bisect import machinery as m; from krepro.bisect.culprit import series_line; "
+                "t = sys.argv[1]; clone, ref, note = clone_of(t); print(note); "
+                "s = m.scratch_dir(t); m.prepare_scratch(s, t); m.checkout(s, 'HEAD'); "
+                "print(m.first_parent_line(t, 'HEAD~1', 'HEAD')); print(m.subject(t, 'HEAD'));"
+                "print(series_line(t, 'HEAD~1', 'HEAD', [sys.argv[2]]))")
+        with open(self.fix + ".two", "w") as f:
+            f.write(FIX.replace("+c", "+b").replace(" b\n", "").replace("-1,2 +1,3", "-1 +1,2"))
+        p = self.untouched([sys.executable, "-c", code, self.tree, self.fix + ".two"])
+        self.assertIn("fix.patch.two", p.stdout, "the series is the commits")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,8 @@
 """Where things are: the repository, the build, the cache."""
 import hashlib
 import os
-import subprocess
 
-from .untrusted import Refused, cut, unwritable
+from .untrusted import Refused, cut, safe_git, unwritable
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(TOP, "scripts")
@@ -63,6 +62,5 @@ def file_sha256(path):
 
 def git_commit():
     """krepro's own commit, for the records."""
-    p = subprocess.run(["git", "-C", TOP, "rev-parse", "--short=12", "HEAD"],
-                       capture_output=True, text=True)
+    p = safe_git(TOP, "rev-parse", "--short=12", "HEAD")
     return p.stdout.strip() if p.returncode == 0 else "unknown"

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import stat
+import subprocess
 
 # A run of the whole matrix at its caps is a few MB of run.json.
 RUN_JSON_MAX = 64 << 20
@@ -215,3 +216,20 @@ def check_path_input(path, limit):
     if st.st_size > limit:
         raise Refused(f"{cut(path)}: {st.st_size} bytes, more than the {limit >> 20} MiB "
                       "krepro reads of it")
+
+
+# What a repository's configuration can make git run on its own: its hooks,
+# an fsmonitor hook, an ssh command. A --tree, a --base, and a clone
+# sharing one's objects are someone else's, their .git/config too. The
+# shell scripts' safe_git (scripts/common.sh) passes the same.
+GIT_OFF = ("-c", "core.fsmonitor=", "-c", "core.hooksPath=/dev/null", "-c", "core.sshCommand=false")
+
+
+def safe_git(repo, *args, env=None, input=None):
+    """git -C repo args, every git krepro runs: nothing of the repository's
+    configuration runs, no optional lock is taken (a status never rewrites
+    a tree's index), and what krepro commits in its clones is krepro's. A
+    CompletedProcess, its output captured as text."""
+    return subprocess.run(["git", "--no-optional-locks", *GIT_OFF, "-c", "user.name=krepro",
+                           "-c", "user.email=krepro@localhost", "-C", repo, *args],
+                          env=env, input=input, capture_output=True, text=True)

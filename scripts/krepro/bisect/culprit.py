@@ -30,7 +30,6 @@ content) and only boots guests.
 """
 import os
 import shutil
-import subprocess
 import time
 
 from . import culprit_render
@@ -39,12 +38,14 @@ from .record import log
 from .search import DEFAULT_CALIBRATE, Bisect
 from ..protocol import INTERRUPTED, USAGE
 from ..options import UsageError
+from ..untrusted import safe_git
 
 
 def patch_id(text):
     """git patch-id --stable of a patch or a commit's diff: the same for a
     patch file and the commit git am made of it."""
-    p = subprocess.run(["git", "patch-id", "--stable"], input=text, capture_output=True, text=True)
+    # No repository: patch-id reads its input only (not one found from here).
+    p = safe_git(os.sep, "patch-id", "--stable", input=text)
     return p.stdout.split()[0] if p.returncode == 0 and p.stdout.strip() else None
 
 
@@ -60,7 +61,8 @@ def series_line(tree, good, bad, patches):
                 want = patch_id(f.read())
         except OSError as e:
             raise UsageError(f"cannot read {patch}: {e.strerror}")
-        have = patch_id(git(tree, "show", "--format=", commit) + "\n")
+        # git's own diff, whatever an external diff or textconv configured would make of it.
+        have = patch_id(git(tree, "show", "--no-ext-diff", "--no-textconv", "--format=", commit) + "\n")
         if want is None or want != have:
             raise UsageError(f"commit {commit[:12]} is not {os.path.basename(patch)} (their patch-ids differ): "
                              "the series branch is not the series")

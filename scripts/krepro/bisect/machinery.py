@@ -16,10 +16,11 @@ import time
 from .. import arches, branches
 from ..paths import SCRIPTS, TOP, cache, file_sha256
 from ..options import UsageError
+from ..untrusted import safe_git
 
 
 def git(repo, *args, check=True):
-    p = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True)
+    p = safe_git(repo, *args)
     if check and p.returncode:
         raise UsageError(f"git {' '.join(args)} in {repo}: {p.stderr.strip() or 'failed'}")
     return p.stdout.strip() if check else p

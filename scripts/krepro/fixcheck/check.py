@@ -26,6 +26,7 @@ from .. import branches
 from ..paths import TOP, cache
 from ..protocol import CLEAN, INTERRUPTED, REPRODUCED, UNDECIDED, USAGE
 from ..options import UsageError
+from ..untrusted import safe_git
 
 
 class Tools:
@@ -51,9 +52,8 @@ class Tools:
         return p.returncode, (rows[0] if rows else None)
 
 
-def git(repo, *args, check=True):
-    p = subprocess.run(["git", "-C", repo, "-c", "user.name=krepro", "-c", "user.email=krepro@localhost",
-                        *args], capture_output=True, text=True)
+def git(repo, *args, check=True, env=None):
+    p = safe_git(repo, *args, env=env)
     if check and p.returncode:
         raise UsageError(f"git {args[0]} in {repo}: {(p.stderr.strip().splitlines() or ['failed'])[-1]}")
     return p
@@ -111,8 +111,7 @@ def snapshot(src, repo):
         git(repo, "config", "gc.auto", "0")
     env = dict(os.environ, GIT_DIR=os.path.join(repo, ".git"), GIT_WORK_TREE=src)
     for args in (["add", "-A", "-f", "."], ["commit", "-q", "--allow-empty", "-m", f"snapshot of {src}"]):
-        p = subprocess.run(["git", "-c", "user.name=krepro", "-c", "user.email=krepro@localhost", *args],
-                           cwd=src, env=env, capture_output=True, text=True)
+        p = git(src, *args, check=False, env=env)
         if p.returncode:
             raise UsageError(f"cannot snapshot {src}: {(p.stderr.strip().splitlines() or ['git failed'])[-1]}")
     return repo, git(repo, "rev-parse", "HEAD").stdout.strip()
@@ -131,9 +130,8 @@ def applies(tools, tree, base, patches):
     idx = os.path.join(cache(), "fixcheck", "reverse.index")
     env = dict(os.environ, GIT_INDEX_FILE=idx)
     os.makedirs(os.path.dirname(idx), exist_ok=True)
-    subprocess.run(["git", "-C", tree, "read-tree", base], env=env, capture_output=True)
-    rev = [subprocess.run(["git", "-C", tree, "apply", "--cached", "-R", q], env=env,
-                          capture_output=True).returncode for q in reversed(patches)]
+    git(tree, "read-tree", base, check=False, env=env)
+    rev = [git(tree, "apply", "--cached", "-R", q, check=False, env=env).returncode for q in reversed(patches)]
     if not any(rev):
         return False, "it is in the tree already (it applies in reverse): " + why
     return False, why
