@@ -148,7 +148,7 @@ static void run_trace(const char *what)
 	static const char *const recs[] = {
 		"6,300,3000000,-;an ordinary message\n",
 		"4,301,3000001,-;refcount_t: addition on 0; use-after-free.\n",
-		"4,302,3000002,-;WARNING: CPU: 1 PID: 0 at lib/refcount.c:25 refcount_warn_saturate+0xa0/0x110\n",
+		"4,302,3000002,-;WARNING: CPU: 1 PID: 0 at lib/refcount.c:25 refcount_warn+0xa0\n",
 		"4,303,3000003,-;  other_fn+0x10/0x20\n",
 		"4,304,3000004,-;  fake_recv+0x1ec/0x250\n",
 		"4,305,3000005,-;  fake_recv+0x30/0x40\n",
