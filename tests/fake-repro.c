@@ -4,7 +4,8 @@
  * report, crash, none; child-return, child-broken, child-crash, child-hang:
  * krepro_run_child() on such a child; poll-early, poll-never:
  * krepro_poll_until(); race-covered, race-capped, race-evidence:
- * krepro_race_run() to each end; FAKE_SETUP_CHILD: a BROKEN child of setup), for the
+ * krepro_race_run() to each end; trace, trace-cut: krepro_kmsg_report() and
+ * krepro_kmsg_trace(); FAKE_SETUP_CHILD: a BROKEN child of setup), for the
  * harness unit tests. Built three times: against the test build of the
  * harness (marker and kmsg in files), against the real one, to check that the
  * real one refuses to run on the host, and against the test build again for
@@ -125,6 +126,51 @@ static void run_race(const char *what)
 	krepro_race_pass(&race, "nothing seen");
 }
 
+/* What the kernel would log: a record appended to the fake kmsg. */
+static void kmsg_append(const char *rec)
+{
+	const char *path = getenv("FAKE_KMSG");
+	int fd = path ? open(path, O_WRONLY | O_APPEND) : -1;
+
+	if (fd < 0 || write(fd, rec, strlen(rec)) < 0)
+		krepro_broken("cannot append to the fake kmsg");
+	close(fd);
+}
+
+/*
+ * A kernel report and its trace logged after the case opened kmsg ("cut":
+ * without the trace's end), read with krepro_kmsg_report() and
+ * krepro_kmsg_trace(); the PASS line says what they gave, and what kmsg has
+ * after them.
+ */
+static void run_trace(const char *what)
+{
+	static const char *const recs[] = {
+		"6,300,3000000,-;an ordinary message\n",
+		"4,301,3000001,-;refcount_t: addition on 0; use-after-free.\n",
+		"4,302,3000002,-;WARNING: CPU: 1 PID: 0 at lib/refcount.c:25 refcount_warn+0xa0\n",
+		"4,303,3000003,-;  other_fn+0x10/0x20\n",
+		"4,304,3000004,-;  fake_recv+0x1ec/0x250\n",
+		"4,305,3000005,-;  fake_recv+0x30/0x40\n",
+		"4,306,3000006,-;---[ end trace 0000000000000000 ]---\n",
+		"6,307,3000007,-;after the trace\n",
+	};
+	bool cut = !strcmp(what, "cut");
+	char report[256], frame[64], next[64] = "-";
+	int kmsg = krepro_kmsg_open();
+	bool ended;
+
+	for (size_t i = 0; i < sizeof(recs) / sizeof(recs[0]) - (cut ? 2 : 0); i++)
+		kmsg_append(recs[i]);
+	if (!krepro_kmsg_report(kmsg, report, sizeof(report)))
+		snprintf(report, sizeof(report), "none");
+	ended = krepro_kmsg_trace(kmsg, "fake_recv", frame, sizeof(frame), 0.3);
+	krepro_kmsg_next(kmsg, next, sizeof(next));
+	close(kmsg);
+	krepro_pass("report \"%s\"; frame \"%s\"; trace %s; next \"%s\"", report, frame,
+		    ended ? "ended" : "not ended", next);
+}
+
 static void act(const char *name)
 {
 	char var[32];
@@ -141,14 +187,8 @@ static void act(const char *name)
 	else if (!strcmp(what, "broken"))
 		krepro_broken("%s cannot set up", name);
 	else if (!strcmp(what, "report")) {
-		/* What the kernel would log: a KASAN report after the mark. */
-		const char *path = getenv("FAKE_KMSG");
-		const char rec[] = "3,100,2000000,-;BUG: KASAN: use-after-free in uio_unregister_device+0x168/0x190\n";
-		int fd = path ? open(path, O_WRONLY | O_APPEND) : -1;
-
-		if (fd < 0 || write(fd, rec, sizeof(rec) - 1) < 0)
-			krepro_broken("cannot append to the fake kmsg");
-		close(fd);
+		/* A KASAN report after the mark. */
+		kmsg_append("3,100,2000000,-;BUG: KASAN: use-after-free in uio_unregister_device+0x168/0x190\n");
 		krepro_pass("%s itself saw nothing wrong", name);
 	} else if (!strcmp(what, "crash"))
 		abort();
@@ -158,6 +198,8 @@ static void act(const char *name)
 		run_poll(what + 5);
 	else if (!strncmp(what, "race-", 5))
 		run_race(what + 5);
+	else if (!strncmp(what, "trace", 5))
+		run_trace(what + 5 + (what[5] == '-'));
 	/* "none": return without a verdict */
 }
 

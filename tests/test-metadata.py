@@ -3,7 +3,8 @@
 native build from its --describe) against the rest of the repository: the
 kernel config fragments its arches' kernels are built from (the options it
 needs and the detectors its evidence needs), its fix patch, the kernel report
-table its signatures name, its source (own evidence), and its directory; and that the
+table its signatures name, its source (own evidence, and at most
+MAX_SOURCE_LINES lines), and its directory; and that the
 kinds the signature comment in repro/lib/krepro.h and
 docs/adding-a-reproducer.md list are the table's.
 
@@ -38,6 +39,9 @@ LIB = os.path.join(TOP, "repro", "lib")
 # xfs-rmap-keys (both READMEs say so; both declare the same fix and
 # introducing commit): it runs on xfs-rmap-keys's kernels.
 SHARED_PATCHES = {"xfs-rmap-fuzz": "xfs-rmap-keys"}
+# A reproducer's C file holds its bug's steps and evidence, which a reviewer
+# reads whole; what is not about its bug is written once in repro/lib/.
+MAX_SOURCE_LINES = 450
 
 # Options a reproducer needs that no fragment names because 6.1's Kconfig
 # turns them on by itself: option -> the options it depends on. Each is a
@@ -318,9 +322,9 @@ def read_built(bindir):
 
 
 def check_tree(metas, bindir):
-    """The tree's side: every reproducer directory has its README, and the
-    native build described every one of them; every bug's patch series has
-    its reproducer."""
+    """The tree's side: every reproducer directory has its README and C
+    files of at most MAX_SOURCE_LINES lines, and the native build described
+    every one of them; every bug's patch series has its reproducer."""
     for src in sorted(glob.glob(os.path.join(TOP, "repro", "*", "*.c"))):
         d = os.path.dirname(src)
         repro = os.path.basename(d)
@@ -328,6 +332,11 @@ def check_tree(metas, bindir):
             continue
         if not os.path.isfile(os.path.join(d, "README.md")):
             fail(repro, f"repro/{repro}/ has C source but no README.md")
+        with open(src, errors="replace") as f:
+            lines = sum(1 for _ in f)
+        if lines > MAX_SOURCE_LINES:
+            fail(repro, f"{os.path.relpath(src, TOP)} has {lines} lines, more than "
+                 f"{MAX_SOURCE_LINES}: move what is not about its bug to repro/lib/")
         if repro not in metas:
             fail(repro, f"no {os.path.join(bindir, repro + '.json')}: not built by the "
                  "native build (no repro/" + repro + "/CMakeLists.txt?)")

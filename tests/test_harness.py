@@ -185,6 +185,24 @@ class Harness(unittest.TestCase):
         self.assertIn("kernel report after the mark: BUG: KASAN: use-after-free in "
                       "uio_unregister_device+0x168/0x190", out)
 
+    def test_kmsg_report_and_its_trace(self):
+        # The first report after what came before it, the trace's lines that
+        # matter quoted, the first frame line kept, and kmsg left after the
+        # trace's end; the harness's own scan then sees the report too.
+        out = self.expect(1, '# first: PASS: report "refcount_t: addition on 0; use-after-free."; '
+                          'frame "fake_recv+0x1ec/0x250"; trace ended; next "after the trace"',
+                          FAKE_first="trace")
+        quoted = re.findall(r"^# kmsg: (.*)$", out, re.M)
+        self.assertEqual(quoted, ["WARNING: CPU: 1 PID: 0 at lib/refcount.c:25 refcount_warn+0xa0",
+                                  "  fake_recv+0x1ec/0x250", "  fake_recv+0x30/0x40"], out)
+        self.assertIn("kernel report after the mark: refcount_t: addition on 0", out)
+
+    def test_kmsg_trace_without_its_end(self):
+        # No end of trace in kmsg: the wait ends at its deadline, false.
+        self.expect(1, '# first: PASS: report "refcount_t: addition on 0; use-after-free."; '
+                    'frame "fake_recv+0x1ec/0x250"; trace not ended; next "-"',
+                    FAKE_first="trace-cut")
+
     def test_scan_fail_is_a_test_point(self):
         # Every case passes, and the scan after them FAILs the run: the
         # stream must say so in a test point the plan counts.

@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "krepro.h"
+#include "can.h"
 #include "net.h"
 #include "race.h"
 #include "sys.h"
@@ -21,7 +22,6 @@
 #include <libmnl/libmnl.h>
 #include <linux/can.h>
 #include <linux/can/j1939.h>
-#include <linux/can/raw.h>
 #include <linux/errqueue.h>
 #include <linux/if_link.h>
 #include <linux/net_tstamp.h>
@@ -29,7 +29,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -74,17 +73,12 @@ static atomic_bool stop;
 
 static void setup(void)
 {
-	struct mnl_socket *rtnl;
 	char echo[8];
 
 	if (krepro_read_line("/sys/module/vcan/parameters/echo", echo, sizeof(echo)) < 0 ||
 	    echo[0] != 'Y')
 		krepro_broken("vcan's echo is off: boot with vcan.echo=1 (run-in-qemu.sh does)");
-	rtnl = krepro_nl_open(NETLINK_ROUTE);
-	krepro_link_add(rtnl, IFNAME, "vcan");
-	krepro_link_up(rtnl, IFNAME);
-	ifindex = krepro_link_index(rtnl, IFNAME);
-	mnl_socket_close(rtnl);
+	ifindex = krepro_vcan_add(IFNAME);
 	/* The receive of every frame vcan echoes goes to CPU 1's backlog. */
 	krepro_write_file("/sys/class/net/" IFNAME "/queues/rx-0/rps_cpus", "%x", 1u << RX_CPU);
 	/*
@@ -101,22 +95,7 @@ static void setup(void)
 
 static void cleanup(void)
 {
-	struct mnl_socket *rtnl = mnl_socket_open(NETLINK_ROUTE);
-	int ret;
-
-	if (!rtnl || mnl_socket_bind(rtnl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		krepro_info("rtnetlink: %s; " IFNAME " left in place", strerror(errno));
-		return;
-	}
-	ret = krepro_link_del(rtnl, IFNAME);
-	if (ret && ret != -ENODEV)
-		krepro_info("delete " IFNAME ": %s", strerror(-ret));
-	mnl_socket_close(rtnl);
-}
-
-static int can_socket(int type, int proto)
-{
-	return (int)SAFE(socket(PF_CAN, type | SOCK_CLOEXEC, proto));
+	krepro_link_cleanup(IFNAME);
 }
 
 /* Like `testj1939 -B -r vcan0`: any name, PGN and address; broadcasts too. */
@@ -132,7 +111,7 @@ static int j1939_receiver(void)
 	/* Software receive stamps; unlike SO_TIMESTAMPNS, a frame the kernel
 	 * did not stamp gets none rather than one taken at recvmsg(). */
 	int stamps = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
-	int one = 1, fd = can_socket(SOCK_DGRAM, CAN_J1939);
+	int one = 1, fd = krepro_can_socket(SOCK_DGRAM, CAN_J1939);
 
 	SAFE(setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one)));
 	SAFE(setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &stamps, sizeof(stamps)));
@@ -215,15 +194,13 @@ static void *receive(void *arg)
  */
 static void send_and_close(uint32_t round)
 {
-	struct sockaddr_can addr = { .can_family = AF_CAN, .can_ifindex = ifindex };
 	struct can_frame frame = {
 		.can_id = FRAME_ID | CAN_EFF_FLAG, .len = FRAME_LEN, .data = { 0x01, 0x23 },
 	};
-	int fd = can_socket(SOCK_RAW, CAN_RAW);
+	int fd = krepro_can_raw(ifindex);
 	ssize_t n;
 
 	memcpy(frame.data + 2, &round, sizeof(round));
-	SAFE(bind(fd, (struct sockaddr *)&addr, sizeof(addr)));
 	n = write(fd, &frame, sizeof(frame));
 	if (n != (ssize_t)sizeof(frame))
 		krepro_broken("round %u: write to CAN_RAW returned %zd: %s", round, n,
@@ -248,51 +225,22 @@ static unsigned long long echoes_dropped(struct mnl_socket *rtnl, int rx)
 	return st.rx_dropped + mem[SK_MEMINFO_DROPS];
 }
 
-struct trace_tail {
-	int kmsg;
-	char frame[256];	/* the trace's j1939_can_recv line, once seen */
-};
-
-/* Read the report's trace on as far as kmsg has it, quoting its lines that
- * matter: true at the end of the trace. */
-static bool trace_ended(void *arg)
-{
-	struct trace_tail *tail = arg;
-	char msg[1024];
-
-	while (krepro_kmsg_next(tail->kmsg, msg, sizeof(msg))) {
-		if (!strncmp(msg, "WARNING:", 8) || strstr(msg, "j1939_can_recv"))
-			krepro_info("kmsg: %s", msg);
-		if (!tail->frame[0] && strstr(msg, "j1939_can_recv"))
-			snprintf(tail->frame, sizeof(tail->frame), "%s", msg + strspn(msg, " "));
-		if (strstr(msg, "---[ end trace"))
-			return true;
-	}
-	return false;
-}
-
 /*
  * A kernel report after the race started? Quote it, with the j1939_can_recv
  * frame of its trace (read on until the end of the trace, 2 s at most).
  */
 static bool report_seen(int kmsg, unsigned int sent)
 {
-	struct trace_tail tail = { .kmsg = kmsg };
-	char msg[1024], report[1024] = "";
+	char report[1024], frame[256];
 
-	while (krepro_kmsg_next(kmsg, msg, sizeof(msg)))
-		if (krepro_kernel_report(msg)) {
-			snprintf(report, sizeof(report), "%s", msg);
-			break;
-		}
-	if (!report[0])
+	if (!krepro_kmsg_report(kmsg, report, sizeof(report)))
 		return false;
-	krepro_poll_until(trace_ended, &tail, 2.0, 0.01, NULL);
+	krepro_kmsg_trace(kmsg, "j1939_can_recv", frame, sizeof(frame), 2.0);
 	/* The host decides whether the report is this bug (its signature:
 	 * refcount_t, a j1939_ frame); any other report is OTHER. */
-	if (tail.frame[0])
+	if (frame[0])
 		krepro_report("after %u sends (%.1f s): \"%s\", taken in %s: a reference on a "
-			      "closed socket", sent, krepro_elapsed(), report, tail.frame);
+			      "closed socket", sent, krepro_elapsed(), report, frame);
 	else
 		krepro_report("after %u sends (%.1f s): \"%s\" (no j1939_can_recv in its trace)",
 			      sent, krepro_elapsed(), report);
@@ -365,12 +313,8 @@ static bool send_round(struct krepro_race *r, void *arg)
 /* CAN_RAW sockets on vcan0 that nobody reads: each echo is cloned to them. */
 static void open_listeners(int listeners[LISTENERS])
 {
-	struct sockaddr_can addr = { .can_family = AF_CAN, .can_ifindex = ifindex };
-
-	for (int i = 0; i < LISTENERS; i++) {
-		listeners[i] = can_socket(SOCK_RAW, CAN_RAW);
-		SAFE(bind(listeners[i], (struct sockaddr *)&addr, sizeof(addr)));
-	}
+	for (int i = 0; i < LISTENERS; i++)
+		listeners[i] = krepro_can_raw(ifindex);
 }
 
 static void run_race(void)

@@ -215,6 +215,20 @@ int krepro_loopfs_open(const struct krepro_loopfs *fs, const char *name, int fla
 	return (int)SAFE(open(path, flags | O_CLOEXEC, 0644));
 }
 
+void krepro_loopfs_write_block(const struct krepro_loopfs *fs, const char *name, uint64_t block,
+			       int byte)
+{
+	enum { BLOCK = 4096 };
+	void *buf = krepro_dio_buf(BLOCK, byte);
+	int fd = krepro_loopfs_open(fs, name, O_RDWR | O_DIRECT);
+
+	if (SAFE(pwrite(fd, buf, BLOCK, (off_t)block * BLOCK)) != BLOCK)
+		krepro_broken("short write at file block %llu", (unsigned long long)block);
+	SAFE(fsync(fd));
+	close(fd);
+	free(buf);
+}
+
 void krepro_expect_extents(int fd, off_t len, const off_t want[][2], unsigned int n)
 {
 	struct { struct fiemap fm; struct fiemap_extent ext[8]; } f = {

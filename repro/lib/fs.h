@@ -10,6 +10,7 @@
 #include "krepro.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* A sparse file of `size` bytes in the guest's tmpfs attached to a free loop
@@ -44,6 +45,10 @@ void krepro_loopfs_detach(struct krepro_loopfs *fs);
 void krepro_loopfs_release(struct krepro_loopfs *fs);
 /* Open name under the mount point (O_CLOEXEC added, mode 0644). BROKEN on error. */
 int krepro_loopfs_open(const struct krepro_loopfs *fs, const char *name, int flags);
+/* Write file block `block` (4 KiB blocks) of name under the mount point, all
+ * `byte`, by O_DIRECT, and fsync. BROKEN on error. */
+void krepro_loopfs_write_block(const struct krepro_loopfs *fs, const char *name, uint64_t block,
+			       int byte);
 /* Copy size bytes of from (at from_off) to to (at to_off, created if missing),
  * writing only the 4 KiB blocks that are not all zero: a sparse copy onto a
  * destination that is zero there. */

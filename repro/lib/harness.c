@@ -304,18 +304,58 @@ int krepro_kmsg_next(int fd, char *msg, size_t size)
 	}
 }
 
+bool krepro_kmsg_report(int fd, char *msg, size_t size)
+{
+	while (krepro_kmsg_next(fd, msg, size))
+		if (krepro_kernel_report(msg))
+			return true;
+	return false;
+}
+
+struct trace_tail {
+	int fd;
+	const char *frame;
+	char *found;
+	size_t size;
+};
+
+/* Read the report's trace on as far as kmsg has it, quoting its lines that
+ * matter: true at the end of the trace. */
+static bool trace_ended(void *arg)
+{
+	struct trace_tail *tail = arg;
+	char msg[1024];
+
+	while (krepro_kmsg_next(tail->fd, msg, sizeof(msg))) {
+		if (!strncmp(msg, "WARNING:", 8) || strstr(msg, tail->frame))
+			krepro_info("kmsg: %s", msg);
+		if (!tail->found[0] && strstr(msg, tail->frame))
+			snprintf(tail->found, tail->size, "%s", msg + strspn(msg, " "));
+		if (strstr(msg, "---[ end trace"))
+			return true;
+	}
+	return false;
+}
+
+bool krepro_kmsg_trace(int fd, const char *frame, char *found, size_t size, double timeout)
+{
+	struct trace_tail tail = { .fd = fd, .frame = frame, .found = found, .size = size };
+
+	found[0] = '\0';
+	return krepro_poll_until(trace_ended, &tail, timeout, 0.01, NULL);
+}
+
 /* Kernel reports logged since `fd` was positioned at the mark. */
 static int scan_kmsg(int fd)
 {
 	char msg[1024];
 	int found = 0;
 
-	while (krepro_kmsg_next(fd, msg, sizeof(msg)))
-		if (krepro_kernel_report(msg)) {
-			if (found < MAX_REPORTS)
-				krepro_info("kernel report after the mark: %s", msg);
-			found++;
-		}
+	while (krepro_kmsg_report(fd, msg, sizeof(msg))) {
+		if (found < MAX_REPORTS)
+			krepro_info("kernel report after the mark: %s", msg);
+		found++;
+	}
 	return found;
 }
 

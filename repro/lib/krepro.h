@@ -9,7 +9,7 @@
  * child processes), both declared here; then the helpers, each with its own
  * header that a reproducer includes when it uses them: sys.h (commands,
  * kernel files, shared memory, CPU pinning), fs.h (loop devices and their
- * filesystems), xfs.h, race.h, net.h (namespaces and netlink), wg.h,
+ * filesystems), xfs.h, race.h, net.h (namespaces and netlink), wg.h, can.h,
  * nfrules.h, nvmf.h. The unit tests link the first two alone, so the harness
  * cannot come to need a helper.
  */
@@ -218,10 +218,19 @@ struct krepro_child krepro_run_child(void (*fn)(void *arg), void *arg, double ti
  * one record per read(), as /dev/kmsg gives them).
  * krepro_kernel_report(): the message starts a kernel report (a row of
  * kernel-reports.tsv, the table the host classifier uses too).
+ * krepro_kmsg_report(): read on to the next message that starts a kernel
+ * report, into msg: true, or false when none is waiting.
+ * krepro_kmsg_trace(): after a report, read on to the end of its trace
+ * ("---[ end trace"), waiting up to `timeout` s for lines still to come:
+ * the lines that start with "WARNING:" or name `frame` are quoted ("kmsg:
+ * ..."), the first that names frame goes to found (its leading spaces
+ * removed; "" when none did). True when the trace's end was read.
  */
 int krepro_kmsg_open(void);
 int krepro_kmsg_next(int fd, char *msg, size_t size);
 bool krepro_kernel_report(const char *msg);
+bool krepro_kmsg_report(int fd, char *msg, size_t size);
+bool krepro_kmsg_trace(int fd, const char *frame, char *found, size_t size, double timeout);
 
 /* The kernel's taint flags (/proc/sys/kernel/tainted); 0 if unreadable. */
 unsigned long krepro_taint(void);

@@ -155,6 +155,21 @@ int krepro_link_del(struct mnl_socket *rtnl, const char *name)
 	return krepro_nl_request(rtnl, link_msg(buf, RTM_DELLINK, 0, name), NULL, NULL);
 }
 
+void krepro_link_cleanup(const char *name)
+{
+	struct mnl_socket *rtnl = mnl_socket_open(NETLINK_ROUTE);
+	int ret;
+
+	if (!rtnl || mnl_socket_bind(rtnl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		krepro_info("rtnetlink: %s; %s left in place", strerror(errno), name);
+		return;
+	}
+	ret = krepro_link_del(rtnl, name);
+	if (ret && ret != -ENODEV)
+		krepro_info("delete %s: %s", name, strerror(-ret));
+	mnl_socket_close(rtnl);
+}
+
 struct link_info {
 	int index;
 	struct rtnl_link_stats64 stats;

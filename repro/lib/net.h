@@ -44,6 +44,10 @@ void krepro_link_up(struct mnl_socket *rtnl, const char *name);
 /* Delete a link: 0 or -errno (-ENODEV: no such link); never BROKEN, so a
  * cleanup can call it whatever setup got to. */
 int krepro_link_del(struct mnl_socket *rtnl, const char *name);
+/* A cleanup's delete of link name in the calling process's namespace, over a
+ * netlink socket of its own: never BROKEN; a failure other than "no such
+ * link" is said as a diagnostic. */
+void krepro_link_cleanup(const char *name);
 void krepro_addr_add(struct mnl_socket *rtnl, const char *name, const char *cidr);
 int krepro_link_index(struct mnl_socket *rtnl, const char *name);
 void krepro_link_stats(struct mnl_socket *rtnl, const char *name,

@@ -2,7 +2,8 @@
 /*
  * XFS helpers the reproducers share: mkfs and the rmapbt image, the raw
  * on-disk rmapbt of AG 0 (xfs_db's key fields lack the unwritten bit), xfs_db,
- * xfs_repair -n, logprint, GETFSMAP, stats, the clone and a case's steps.
+ * xfs_repair -n, logprint, GETFSMAP, stats, the clone and punch of a block
+ * and a case's steps.
  */
 #define _GNU_SOURCE
 #include "xfs.h"
@@ -129,8 +130,7 @@ void krepro_xfs_fragmented_file(const char *path, unsigned int blocks)
 	SAFE(fallocate(fd, 0, 0, (off_t)blocks * KREPRO_XFS_BLK));
 	for (off_t off = KREPRO_XFS_BLK; off < (off_t)blocks * KREPRO_XFS_BLK;
 	     off += 2 * KREPRO_XFS_BLK)
-		SAFE(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off,
-			       KREPRO_XFS_BLK));
+		SAFE(krepro_punch_block(fd, off));
 	SAFE(fsync(fd));
 	close(fd);
 }
@@ -164,6 +164,31 @@ unsigned int krepro_xfs_rmap_leaf(const char *dev, const unsigned char root[KREP
 	if (memcmp(leaf, "RMB3", 4))
 		krepro_broken("rmapbt leaf %u (AG block %u) on %s has no RMB3 magic", i, agbno, dev);
 	return agbno;
+}
+
+int krepro_xfs_rmap_stale_key(const char *dev, struct krepro_rmap_stale_key *sk)
+{
+	unsigned char root[KREPRO_XFS_BLK], leaf[KREPRO_XFS_BLK];
+
+	krepro_xfs_rmap_root(dev, root);
+	sk->numrecs = krepro_be16(root + 6);
+	for (unsigned int i = 0; krepro_be16(root + 4) == 1 && i < sk->numrecs; i++) {
+		const unsigned char *key = root + KREPRO_XFS_BB_HDR + i * KREPRO_RMAP_KEY_PAIR;
+
+		krepro_xfs_rmap_leaf(dev, root, i, leaf);
+		sk->key_offset = krepro_be64(key + 12);
+		sk->rec_offset = krepro_be64(leaf + KREPRO_XFS_BB_HDR + 16);
+		sk->owner = krepro_be64(key + 4);
+		sk->block = sk->rec_offset & ~KREPRO_RMAP_FLAGS;
+		sk->agbno = krepro_be32(leaf + KREPRO_XFS_BB_HDR);
+		if ((sk->key_offset & ~KREPRO_RMAP_FLAGS) == sk->block &&
+		    (sk->key_offset & KREPRO_RMAP_UNWRITTEN) &&
+		    !(sk->rec_offset & KREPRO_RMAP_UNWRITTEN)) {
+			sk->index = i;
+			return 0;
+		}
+	}
+	return -1;
 }
 
 struct db_value {
@@ -229,6 +254,11 @@ int krepro_clone_block(int dst, off_t dst_off, int src, off_t src_off)
 	};
 
 	return ioctl(dst, FICLONERANGE, &fcr);
+}
+
+int krepro_punch_block(int fd, off_t off)
+{
+	return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, KREPRO_XFS_BLK);
 }
 
 void krepro_step(struct krepro_steps *s, const char *name, bool ok, int err)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * XFS (xfs.c): mkfs and the rmapbt image, the raw on-disk rmapbt of AG 0,
- * xfs_db, xfs_repair -n, logprint, GETFSMAP, stats, shutdown, the clone and
- * a case's steps.
+ * XFS (xfs.c): mkfs and the rmapbt image, the raw on-disk rmapbt of AG 0
+ * (its stale keys too), xfs_db, xfs_repair -n, logprint, GETFSMAP, stats,
+ * shutdown, the clone and punch of a block and a case's steps.
  */
 #ifndef KREPRO_XFS_H
 #define KREPRO_XFS_H
@@ -46,6 +46,20 @@ unsigned int krepro_xfs_rmap_leaf(const char *dev, const unsigned char root[KREP
  * under root key i (0: the first), at most n, into blocks: how many. */
 unsigned int krepro_xfs_rmap_leaf_blocks(const char *dev, unsigned int i, uint64_t owner,
 					 uint64_t *blocks, unsigned int n);
+/*
+ * A stale key: a root key of AG 0's two-level rmapbt that has the unwritten
+ * bit where the first record of its leaf, for the same file block, has not,
+ * as kernels whose key compare masks the flags (6.1) leave a key over a
+ * record turned written (krepro_xfs_rmap_mark_key_unwritten() makes one).
+ */
+struct krepro_rmap_stale_key {
+	unsigned int index, numrecs;	/* the key's index; the root's key count */
+	uint64_t key_offset, rec_offset, owner, block;	/* block: file block */
+	uint32_t agbno;		/* the AG block the record maps file block B to */
+};
+/* The first stale key of the unmounted XFS on dev, read raw: 0, or -1 when
+ * there is none (numrecs is set either way). */
+int krepro_xfs_rmap_stale_key(const char *dev, struct krepro_rmap_stale_key *sk);
 /* The record of AG 0's rmapbt (one or two levels, read raw) that maps file
  * block `block` of inode owner's data fork: true, with the AG block it maps
  * that file block to and the offset's unwritten bit. */
@@ -104,6 +118,9 @@ int krepro_getfsmap_all(const char *mnt);
 /* FICLONERANGE of one 4 KiB block: src's at src_off over dst's at dst_off.
  * 0, or -1 with errno (the call under test: judged by the caller). */
 int krepro_clone_block(int dst, off_t dst_off, int src, off_t src_off);
+/* fallocate(PUNCH_HOLE | KEEP_SIZE) of the 4 KiB block at off: 0, or -1
+ * with errno (the call under test: judged by the caller). */
+int krepro_punch_block(int fd, off_t off);
 
 /*
  * The steps of a case, in order, for its evidence: "fallocate ok, fsync EIO"

@@ -119,8 +119,7 @@ static void operations(const struct target *t, struct krepro_steps *st)
 		return;
 	}
 	buf = krepro_dio_buf(BLK, 'z');
-	ret = fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			(off_t)t->block[0] * BLK, BLK);
+	ret = krepro_punch_block(f, (off_t)t->block[0] * BLK);
 	krepro_step(st, "punch", ret == 0, errno);
 	ret = (int)pwrite(f, buf, BLK, (off_t)t->block[1] * BLK);
 	krepro_step(st, "write", ret == BLK, errno);

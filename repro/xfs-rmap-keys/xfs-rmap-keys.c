@@ -31,57 +31,12 @@
  * a dirty log holding an unfinished rmap intent, and that log replayed. */
 enum region { R_PUNCH, R_WRITE, R_REFLINK, R_DIRTY, R_REPLAYED, NREGIONS };
 
-/* A root key whose unwritten bit disagrees with its leaf's first record. */
-struct stale_key {
-	unsigned int index, numrecs;
-	uint64_t key_offset, rec_offset, owner, block;	/* block: file block */
-	uint32_t agbno;		/* the AG block the record maps file block B to */
-};
-
 /* nouuid: the five filesystems are copies of one. */
 static struct krepro_loopfs fs = { .fstype = "xfs", .data = "nouuid" };
-
-static int find_stale_key(const char *dev, struct stale_key *sk)
-{
-	unsigned char root[BLK], leaf[BLK];
-
-	krepro_xfs_rmap_root(dev, root);
-	sk->numrecs = krepro_be16(root + 6);
-	for (unsigned int i = 0; krepro_be16(root + 4) == 1 && i < sk->numrecs; i++) {
-		const unsigned char *key = root + KREPRO_XFS_BB_HDR + i * KREPRO_RMAP_KEY_PAIR;
-
-		krepro_xfs_rmap_leaf(dev, root, i, leaf);
-		sk->key_offset = krepro_be64(key + 12);
-		sk->rec_offset = krepro_be64(leaf + KREPRO_XFS_BB_HDR + 16);
-		sk->owner = krepro_be64(key + 4);
-		sk->block = sk->rec_offset & ~KREPRO_RMAP_FLAGS;
-		sk->agbno = krepro_be32(leaf + KREPRO_XFS_BB_HDR);
-		if ((sk->key_offset & ~KREPRO_RMAP_FLAGS) == sk->block &&
-		    (sk->key_offset & KREPRO_RMAP_UNWRITTEN) &&
-		    !(sk->rec_offset & KREPRO_RMAP_UNWRITTEN)) {
-			sk->index = i;
-			return 0;
-		}
-	}
-	return -1;
-}
 
 /* Attach one filesystem of the disk or a file, to mount at mnt. */
 #define MNT(name)	"/tmp/krepro-rmap-" name
 #define attach(path, offset, mnt) krepro_loopfs_attach(&fs, path, offset, REGION, mnt)
-
-/* Write file block `block` of f by O_DIRECT, and fsync. */
-static void write_block(uint64_t block, char fill)
-{
-	void *buf = krepro_dio_buf(BLK, fill);
-	int fd = krepro_loopfs_open(&fs, "f", O_RDWR | O_DIRECT);
-
-	if (SAFE(pwrite(fd, buf, BLK, (off_t)block * BLK)) != BLK)
-		krepro_broken("short write at file block %llu", (unsigned long long)block);
-	SAFE(fsync(fd));
-	close(fd);
-	free(buf);
-}
 
 /* ---- preparation (patched kernel) ---- */
 
@@ -94,7 +49,7 @@ static void write_block(uint64_t block, char fill)
 static void make_natural_image(void)
 {
 	unsigned char root[BLK], leaf[BLK];
-	struct stale_key sk;
+	struct krepro_rmap_stale_key sk;
 	unsigned int pick = krepro_xfs_rmap_image(fs.dev, fs.mnt, FILE_BLOCKS, root) / 2;
 	uint64_t key = krepro_be64(root + KREPRO_XFS_BB_HDR + pick * KREPRO_RMAP_KEY_PAIR + 12);
 	uint64_t block;
@@ -106,9 +61,9 @@ static void make_natural_image(void)
 			      "(offset %#llx)", pick, (unsigned long long)block);
 	block &= ~KREPRO_RMAP_FLAGS;
 	krepro_loopfs_mount(&fs);
-	write_block(block, 'W');
+	krepro_loopfs_write_block(&fs, "f", block, 'W');
 	krepro_loopfs_umount(&fs);
-	if (find_stale_key(fs.dev, &sk) < 0 && !(key & KREPRO_RMAP_UNWRITTEN)) {
+	if (krepro_xfs_rmap_stale_key(fs.dev, &sk) < 0 && !(key & KREPRO_RMAP_UNWRITTEN)) {
 		/* Since upstream 08c987deca56 ("xfs: fix rm_offset flag handling
 		 * in rmap keys", in 6.12, not in 6.1) node keys are written without
 		 * the unwritten bit: this kernel never leaves a stale one. Users'
@@ -118,7 +73,7 @@ static void make_natural_image(void)
 			    "gets it as a 6.1 kernel leaves it", pick);
 		krepro_xfs_rmap_mark_key_unwritten(fs.dev, pick);
 	}
-	if (find_stale_key(fs.dev, &sk) < 0)
+	if (krepro_xfs_rmap_stale_key(fs.dev, &sk) < 0)
 		krepro_broken("after the write no root key is stale: the layout changed");
 	krepro_info("rmapbt: %u root keys; key %u: raw offset %#llx (unwritten), its leaf's "
 		    "first record %#llx (written)", sk.numrecs, sk.index,
@@ -127,13 +82,12 @@ static void make_natural_image(void)
 		krepro_broken("the natural image is not clean");
 }
 
-static struct stale_key target;	/* the prepared one, or the case's */
+static struct krepro_rmap_stale_key target;	/* the prepared one, or the case's */
 
 /* Punch the stale key's block B of the file open at *fd. */
 static int punch(void *fd)
 {
-	return fallocate(*(int *)fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			 (off_t)target.block * BLK, BLK);
+	return krepro_punch_block(*(int *)fd, (off_t)target.block * BLK);
 }
 
 /* Punch B (its transactions log an RUI, then the RUD) on a copy of the
@@ -168,7 +122,7 @@ static double punch_and_go_down(double delay)
  */
 static int make_dirty_image(void)
 {
-	struct stale_key stale;
+	struct krepro_rmap_stale_key stale;
 	double took = punch_and_go_down(-1);
 
 	krepro_info("punching file block %llu takes %.1f ms here",
@@ -187,7 +141,7 @@ static int make_dirty_image(void)
 			continue;
 		/* Recovery must meet the stale key still on disk. */
 		attach(ATTEMPT, 0, MNT("attempt"));
-		found = !find_stale_key(fs.dev, &stale);
+		found = !krepro_xfs_rmap_stale_key(fs.dev, &stale);
 		krepro_loopfs_detach(&fs);
 		if (found)
 			return i + 1;
@@ -204,7 +158,7 @@ static void prepare(void)
 	attach(DISK, 0, MNT("prepare"));
 	make_natural_image();
 	krepro_copy_nonzero(fs.dev, 0, PRISTINE, 0, REGION);
-	find_stale_key(fs.dev, &target);
+	krepro_xfs_rmap_stale_key(fs.dev, &target);
 	krepro_loopfs_detach(&fs);
 	krepro_copy_nonzero(PRISTINE, 0, DISK, R_WRITE * REGION, REGION);
 	krepro_copy_nonzero(PRISTINE, 0, DISK, R_REFLINK * REGION, REGION);
@@ -262,7 +216,7 @@ static int case_setup(enum region r, const char *mnt)
 	int kmsg;
 
 	attach(DISK, r * REGION, mnt);
-	if (find_stale_key(fs.dev, &target) < 0)
+	if (krepro_xfs_rmap_stale_key(fs.dev, &target) < 0)
 		krepro_broken(DISK " has no stale rmapbt key: not the prepared disk");
 	krepro_info("root key %u of %u: raw offset %#llx (unwritten), leaf's first record %#llx "
 		    "(written), owner %llu", target.index, target.numrecs,
@@ -335,8 +289,7 @@ static void run_punch(void)
 {
 	struct krepro_steps st = { 0 };
 	int kmsg = case_setup(R_PUNCH, MNT("punch")), fd = krepro_loopfs_open(&fs, "f", O_RDWR),
-	    ret = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			    (off_t)target.block * BLK, BLK);
+	    ret = krepro_punch_block(fd, (off_t)target.block * BLK);
 
 	krepro_step(&st, "fallocate", ret == 0, errno);
 	if (steps_done(fd, kmsg, &st, "punching"))
@@ -373,7 +326,7 @@ static void run_write(void)
 {
 	void *buf = krepro_dio_buf(BLK, 'w');
 	struct krepro_steps st = { 0 };
-	struct stale_key after;
+	struct krepro_rmap_stale_key after;
 	int kmsg = case_setup(R_WRITE, MNT("write")), fd = krepro_loopfs_open(&fs, "f",
 									 O_RDWR | O_DIRECT);
 
@@ -392,8 +345,8 @@ static void run_write(void)
 	krepro_info("O_DIRECT writes: %s", st.text);
 	krepro_loopfs_umount(&fs);
 	krepro_info("after the writes root key %u is %s", target.index,
-		    find_stale_key(fs.dev, &after) ? "no longer stale: writing in its leaf "
-		    "rewrote the leaf's keys" : "still stale");
+		    krepro_xfs_rmap_stale_key(fs.dev, &after) ? "no longer stale: writing in its "
+		    "leaf rewrote the leaf's keys" : "still stale");
 	krepro_loopfs_mount(&fs);
 	case_finish(kmsg, "writing the unwritten blocks next to the stale key's record",
 		    writes_recorded);
@@ -410,7 +363,7 @@ static void run_reflink(void)
 	struct krepro_steps st = { 0 };
 	int kmsg = case_setup(R_REFLINK, MNT("reflink")), fd, ret;
 
-	write_block(0, 'd');
+	krepro_loopfs_write_block(&fs, "f", 0, 'd');
 	fd = krepro_loopfs_open(&fs, "f", O_RDWR);
 	ret = krepro_clone_block(fd, (off_t)target.block * BLK, fd, 0);
 	krepro_step(&st, "FICLONERANGE", ret == 0, errno);
