@@ -230,24 +230,16 @@ def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wid
         for n, line in file_lines(f):
             yield n, line, True
         return
-    n, left, carry = 0, 0, ""
-    read = _reader(f, block_size)
-    while True:
-        data = read()
-        block, carry = _whole_lines(f, carry + data, bool(data), block_size)
-        if not block and not data:
-            return
+    n, left = 0, 0
+    for block in _blocks(f, block_size):
         hits = sorted(p for s in needles for p in offsets(block, s))
         single = sorted(p for s in alone for p in offsets(block, s))
-        if first and n == 0 and block:
+        if first and n == 0:
             single.insert(0, 0)
         other_ends = any(c in block for c in OTHER_ENDS)
         if not hits and not single and not left:
             # Nothing to read here: only its lines counted.
             n += len(block.splitlines()) if other_ends else block.count("\n")
-            if not data:
-                n += 0 if block.endswith("\n") or other_ends else 1
-                return
             continue
         lines = block.splitlines()
         # Each hit opens a window of itself and `after` lines (one line, a
@@ -261,8 +253,6 @@ def marked_lines(f, needles, after, block_size=BLOCK, first=False, alone=(), wid
             opens.insert(0, (0, 1))
         left = yield from _windows(lines, n, opens, left)
         n += len(lines)
-        if not data:
-            return
 
 
 def _longest(line, deep, size):
@@ -273,21 +263,33 @@ def _longest(line, deep, size):
     return size
 
 
-def _whole_lines(f, block, more, block_size):
-    """(the whole lines of block, the part line after them): all of it at
-    the log's end (more false)."""
-    if not more:
-        return block, ""
-    cut = block.rfind("\n") + 1
-    block, carry = block[:cut], block[cut:]
-    if len(carry) > PASTED_LINE:
-        # A line with no end in sight: its first characters.
-        block, carry = block + carry[:PASTED_LINE] + "\n", ""
-        while True:
-            rest = f.readline(block_size)
-            if not rest or rest.endswith("\n"):
-                break
-    return block, carry
+def _blocks(f, block_size):
+    """The text of f as blocks of whole lines (the last one's end perhaps
+    missing), none empty. A line longer than PASTED_LINE is one line of its
+    first PASTED_LINE characters: the rest of it is read and passed over as
+    it comes, never held, and the lines after it are read as any others."""
+    read = _reader(f, block_size)
+    carry, passing = "", False
+    while True:
+        data = read()
+        if not data:
+            if carry:
+                yield carry
+            return
+        if passing:
+            # The rest of a cut line, up to its end.
+            end = data.find("\n")
+            if end < 0:
+                continue
+            data, passing = data[end + 1:], False
+        text = carry + data if carry else data
+        cut = text.rfind("\n") + 1
+        block, carry = text[:cut], text[cut:]
+        if len(carry) > PASTED_LINE:
+            # A line with no end in sight: its first characters.
+            block, carry, passing = block + carry[:PASTED_LINE] + "\n", "", True
+        if block:
+            yield block
 
 
 def _windows(lines, n, opens, left):
