@@ -23,7 +23,10 @@
 #   --results DIR   run directory (default results/gate-<time>)
 #   --no-bisect     name no culprit patch: compare the two kernels and stop
 #   --dry-run       check the options and that the series applies, say what
-#                   would be built, run and bisected; build and boot nothing
+#                   would be built, run and bisected; build, boot, unpack and
+#                   clone nothing (only the cache directory is made, if
+#                   missing). With no flavour tree in the cache yet, it says
+#                   so: a run checks the series after the one unpack
 #
 # Prints the reproducers that went PASS->FAIL or PASS->OTHER (regressions: a
 # FAIL, or a kernel report that is not the reproducer's bug, on BASE+SERIES),
@@ -36,8 +39,10 @@
 # Exit status: 0 no regression, 1 a regression, 125 no regression but a row
 # undecided, 128 bad input (an unknown option or reproducer, a value out of
 # range, a missing patch, a series patch that does not apply: the patch and
-# hunk are named; nothing is built, or unpacked), 130 interrupted (the
-# culprit search included). A culprit changes none of these:
+# hunk are named, with git's "patch failed: FILE:LINE"; nothing is built or
+# cloned, and nothing unpacked but a flavour's tree the cache lacked, to
+# check the series on), 130 interrupted (the culprit search included).
+# A culprit changes none of these:
 # a regression is 1 whether its patch was named, named with doubts, or not
 # named (gate.md says why).
 set -uo pipefail
@@ -122,43 +127,48 @@ unpatched | patched) ;;
 	;;
 esac
 
-# The base: a flavour's series on the cache tree, or a user's tree at HEAD,
-# fetched into a clone of the gate's own so their checkout stays as it is.
+# The base: a flavour's series on the cache tree, or a user's tree at HEAD.
+# The series is checked on it in git's objects (kernels.sh check-series
+# writes nothing of the tree) before anything is unpacked, cloned or built;
+# a flavour's tree that is not unpacked yet is checked after its one unpack.
 base_patches=()
+checked=1
 case $base in
 unpatched | patched)
-	KREPRO_DIE_CODE=125 "$KERNELS" tree || exit 125
-	tree=$KREPRO_TREE ref=pristine name=$base
+	tree=$KREPRO_TREE src=$KREPRO_TREE ref=pristine name=$base
 	mapfile -t base_patches < <("$KERNELS" series "$base")
+	if ! safe_git -C "$tree" rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1; then
+		if [ -n "$dry" ]; then
+			checked=
+		else
+			KREPRO_DIE_CODE=125 "$KERNELS" tree || exit 125
+		fi
+	fi
 	;;
 *)
-	[ -d "$base" ] && safe_git -C "$base" rev-parse -q --verify HEAD >/dev/null 2>&1 ||
-		die "--base $base: not unpatched, patched or a git kernel tree"
 	src=$(realpath "$base")
-	[ -z "$(safe_git -C "$src" status --porcelain --untracked-files=no)" ] ||
-		log "warning: $src has uncommitted changes: the gate builds its HEAD commit only"
+	ref=$(safe_git -C "$src" rev-parse HEAD)
 	# Laid out as the flavours' trees (ROOT/linux-X.Y), so that its build
 	# takes from ccache what it shares with them (kernels.sh tree_obj).
 	tree=$KREPRO_CACHE/gate/trees/$(echo "$src" | sha256sum | cut -c1-12)/linux-$(tree_version "$src")
-	if [ ! -d "$tree/.git" ]; then
-		log "cloning $src into $tree (shared objects, nothing written to $src)"
-		safe_git clone -q --shared --no-checkout "$src" "$tree" || die "cannot clone $src"
-	fi
-	ref=$(safe_git -C "$src" rev-parse HEAD)
-	safe_git -C "$tree" fetch -q "$src" "$ref" 2>/dev/null || safe_git -C "$tree" fetch -q "$src" HEAD ||
-		die "cannot fetch $ref from $src"
 	name=tree
 	;;
 esac
-
-# Bad input before anything is built or checked out: the series must apply.
-log "checking that ${#patches[@]} patch(es) apply on $base"
-"$KERNELS" check-series "$tree" "$ref" "${base_patches[@]}" "${patches[@]}" || exit 128
+if [ -n "$checked" ]; then
+	"$KERNELS" check-series "$src" "$ref" "${base_patches[@]}" "${patches[@]}" || exit 128
+	[ -n "$dry" ] || log "${#patches[@]} patch(es) apply on $base"
+fi
 
 if [ -n "$dry" ]; then
 	n=${#patches[@]} steps=0
 	while [ $((1 << steps)) -le "$n" ]; do steps=$((steps + 1)); done
-	echo "gate: dry run: nothing is built or booted"
+	echo "gate: dry run: nothing is built, booted, unpacked or cloned"
+	if [ -n "$checked" ]; then
+		echo "series: $n patch(es) apply on $base"
+	else
+		echo "series: not checked: no $KREPRO_BRANCH tree in $KREPRO_CACHE yet; a run unpacks it once,"
+		echo "  then checks that the series applies before anything is built"
+	fi
 	echo "builds: BASE ($base) and BASE+SERIES ($n patch(es)) in $tree"
 	echo "rows: ${#repro_list[@]} reproducer(s) on both: ${repro_list[*]}"
 	if [ -n "$bisect" ]; then
@@ -169,6 +179,19 @@ if [ -n "$dry" ]; then
 		echo "culprits: none searched (--no-bisect)"
 	fi
 	exit 0
+fi
+
+if [ "$name" = tree ]; then
+	# The user's tree at HEAD, fetched into a clone of the gate's own so
+	# their checkout stays as it is.
+	[ -z "$(safe_git -C "$src" status --porcelain --untracked-files=no)" ] ||
+		log "warning: $src has uncommitted changes: the gate builds its HEAD commit only"
+	if [ ! -d "$tree/.git" ]; then
+		log "cloning $src into $tree (shared objects, nothing written to $src)"
+		safe_git clone -q --shared --no-checkout "$src" "$tree" || die "cannot clone $src"
+	fi
+	safe_git -C "$tree" fetch -q "$src" "$ref" 2>/dev/null || safe_git -C "$tree" fetch -q "$src" HEAD ||
+		die "cannot fetch $ref from $src"
 fi
 
 if [ -z "$results" ]; then

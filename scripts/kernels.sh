@@ -8,9 +8,11 @@
 #   kernels.sh stale FLAVOUR     print "stale" when FLAVOUR needs a build
 #   kernels.sh stamp FLAVOUR     print the build stamp FLAVOUR's image will carry
 #   kernels.sh check-patches     every patch applies; bug+fix is a no-op
-#   kernels.sh check-series TREE BASE PATCH...
+#   kernels.sh check-series [-R] TREE BASE PATCH...
 #                                PATCHes apply in order on commit BASE of git TREE
-#                                (names the patch and hunk that does not; exit 128)
+#                                (-R: in reverse, last first); nothing of TREE is
+#                                written (names the patch and hunk that does not
+#                                apply; exit 128)
 #   kernels.sh build-series NAME TREE BASE PATCH...
 #                                TREE at BASE + PATCHes, built as image NAME (not a
 #                                flavour name): the gate's kernels
@@ -449,32 +451,56 @@ cmd_stamp() {
 
 # --- triage builds: the gate's series and a user's own tree ---
 
-# Apply PATCHes on BASE in a scratch index of TREE (nothing on disk changes);
-# on failure name the patch, the file and the hunk, and exit 128 (bad input).
+# Apply PATCHes on BASE in a scratch index and a scratch object directory
+# that reads TREE's objects (git's alternates): nothing of TREE is written,
+# not a blob, so a dry run, or a user's tree before it is cloned, is checked
+# as it is. With -R, the PATCHes reversed, last first (a fix in the tree
+# already). On a patch that does not apply, one line names it with git's
+# "patch failed: FILE:LINE" and the hunk, and the exit status is 128.
 cmd_check_series() {
-	local tree=$1 base=$2 idx p where file line hunk
-	shift 2
-	idx=$(mktemp)
-	trap 'rm -f "$idx" "$idx.lock" "$idx.err"; trap - RETURN' RETURN
-	GIT_INDEX_FILE=$idx safe_git -C "$tree" read-tree "$base" || KREPRO_DIE_CODE=128 die "no commit '$base' in $tree"
-	for p in "$@"; do
-		[ -f "$p" ] || KREPRO_DIE_CODE=128 die "no such patch: $p"
-		if ! GIT_INDEX_FILE=$idx safe_git -C "$tree" apply --cached "$(realpath "$p")" 2>"$idx.err"; then
-			sed 's/^/  /' "$idx.err" >&2
-			# "error: patch failed: FILE:LINE" names the hunk by its old start line.
-			where=$(sed -n 's/^error: patch failed: //p' "$idx.err" | head -1)
-			file=${where%:*} line=${where##*:}
-			hunk=
-			[ -n "$where" ] && hunk=$(awk -v f="$file" -v l="$line" '
-				/^diff --git / { in_f = ($3 == "a/" f) }
-				in_f && /^@@ / { split($2, a, ","); if (substr(a[1], 2) == l) { print; exit } }' "$p")
-			if [ -n "$where" ]; then
-				log "patch $p does not apply: $file, hunk ${hunk:-at line $line}"
-			else
-				log "patch $p does not apply: $(head -1 "$idx.err")"
-			fi
-			exit 128
+	local rev=
+	[ "${1:-}" = -R ] && { rev=-R; shift; }
+	[ $# -ge 2 ] || usage_error "check-series takes [-R] TREE BASE PATCH..."
+	# A subshell: its EXIT trap removes the scratch directory however it ends.
+	(check_series_in_scratch "$rev" "$@") || exit $?
+}
+
+check_series_in_scratch() {
+	# scratch is not local: the subshell's EXIT trap reads it after the return.
+	local rev=$1 tree=$2 base=$3 objs p i where file line hunk said
+	shift 3
+	local patches=("$@")
+	objs=$(safe_git -C "$tree" rev-parse --path-format=absolute --git-path objects 2>/dev/null) ||
+		usage_die "$tree: not a git repository"
+	scratch=$(mktemp -d)
+	trap 'rm -rf "$scratch"' EXIT
+	mkdir "$scratch/objects"
+	sgit() {
+		GIT_INDEX_FILE=$scratch/index GIT_OBJECT_DIRECTORY=$scratch/objects \
+			GIT_ALTERNATE_OBJECT_DIRECTORIES=$objs safe_git -C "$tree" "$@"
+	}
+	sgit read-tree "$base" 2>/dev/null || usage_die "no commit '$base' in $tree"
+	for p in "${patches[@]}"; do [ -f "$p" ] || usage_die "no such patch: $p"; done
+	if [ -n "$rev" ]; then
+		for ((i = ${#patches[@]} - 1; i >= 0; i--)); do
+			sgit apply --cached -R "$(realpath "${patches[i]}")" 2>"$scratch/err" ||
+				usage_die "patch ${patches[i]} does not apply in reverse: $(grep -m1 . "$scratch/err")"
+		done
+		return 0
+	fi
+	for p in "${patches[@]}"; do
+		sgit apply --cached "$(realpath "$p")" 2>"$scratch/err" && continue
+		# "error: patch failed: FILE:LINE" names the hunk by its old start line.
+		where=$(sed -n 's/^error: patch failed: //p' "$scratch/err" | head -1)
+		if [ -z "$where" ]; then
+			said=$(grep -m1 . "$scratch/err" || true)
+			usage_die "patch $p does not apply: ${said#error: }"
 		fi
+		file=${where%:*} line=${where##*:}
+		hunk=$(awk -v f="$file" -v l="$line" '
+			/^diff --git / { in_f = ($3 == "a/" f) }
+			in_f && /^@@ / { split($2, a, ","); if (substr(a[1], 2) == l) { print; exit } }' "$p")
+		usage_die "patch $p does not apply: patch failed: $where, hunk ${hunk:-at line $line}"
 	done
 }
 
@@ -615,7 +641,7 @@ cmd_fetch_debian() {
 	echo "$deb"
 }
 
-USAGE="usage: kernels.sh tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | stamp FLAVOUR | check-patches | check-series TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | obj-dir DIR | fetch-debian PKG | clean-bisect
+USAGE="usage: kernels.sh tree | series FLAVOUR | build [FLAVOUR...] | stale FLAVOUR | stamp FLAVOUR | check-patches | check-series [-R] TREE BASE PATCH... | build-series NAME TREE BASE PATCH... | build-tree DIR | obj-dir DIR | fetch-debian PKG | clean-bisect
 (KREPRO_BRANCH: $KREPRO_BRANCHES; KREPRO_ARCH: $KREPRO_ARCHES; FLAVOUR: $KREPRO_FLAVOURS)"
 
 # Bad input before any work (no lock taken, nothing unpacked or built): one
@@ -660,7 +686,7 @@ case $cmd in
 -h | --help | help) echo "$USAGE"; exit 0 ;;
 tree) cmd_tree ;;
 fetch-debian) [ $# -eq 1 ] || usage_error "fetch-debian takes one PKG"; cmd_fetch_debian "$1" ;;
-check-series) [ $# -ge 2 ] || usage_error "check-series takes TREE BASE PATCH..."; cmd_check_series "$@" ;;
+check-series) cmd_check_series "$@" ;;
 build-series) [ $# -ge 3 ] || usage_error "build-series takes NAME TREE BASE PATCH..."; cmd_build_series "$@" ;;
 build-tree) [ $# -eq 1 ] || usage_error "build-tree takes one DIR"; cmd_build_tree "$1" ;;
 obj-dir) [ $# -eq 1 ] || usage_error "obj-dir takes one DIR"; build_tree_obj "$(realpath -m -- "$1")" ;;

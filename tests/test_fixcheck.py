@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -160,14 +161,54 @@ class Fixcheck(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertIn("does not hold", rec["md"])
 
+    def objects(self, tree):
+        return sorted(os.path.relpath(os.path.join(d, f), tree)
+                      for d, _, fs in os.walk(os.path.join(tree, ".git", "objects")) for f in fs)
+
     def test_a_fix_in_the_tree_already(self):
-        code, rec, tools = self.check("--tree", self.tree("linux", "int fixed;"), "--fix", self.patch())
+        t = self.tree("linux", "int fixed;")
+        before = self.objects(t)
+        code, rec, tools = self.check("--tree", t, "--fix", self.patch())
         self.assertEqual(code, 125)
-        self.assertEqual(rec["as_is"]["decision"], "PASS")
         self.assertFalse(rec["applies"]["ok"])
         self.assertIn("in the tree already", rec["applies"]["why"])
-        self.assertIsNone(rec["with_fix"])
-        self.assertFalse([c for c in tools.calls if c[0] == "run" and "--rate" in c])
+        self.assertIn("nothing was built or run", rec["md"])
+        # Asked of the tree's own objects, first: no clone, no build, no row.
+        self.assertEqual((rec["as_is"], rec["with_fix"]), (None, None))
+        self.assertEqual([c for c in tools.calls if c[:2] != ("kernels", "check-series")], [])
+        self.assertFalse(os.path.exists(os.path.join(os.environ["KREPRO_CACHE"], "fixcheck")))
+        self.assertEqual(self.objects(t), before)
+
+    def test_a_fix_that_does_not_apply_is_found_before_the_flavour_is_built(self):
+        cache_tree = self.tree(os.path.join("cache", "linux-6.1"), "int other;")
+        subprocess.run(["git", "-C", cache_tree, "tag", "pristine"], check=True)
+        code, rec, tools = self.check("--branch", "6.1", "--fix", self.patch())
+        self.assertEqual(code, 125)
+        self.assertIn("patch failed: src.c:1", rec["applies"]["why"])
+        self.assertEqual([c for c in tools.calls if c[0] == "run" or c[:2] == ("kernels", "build-series")], [])
+
+    def dry(self, *args):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            code = fixcheck_cli.main([*args, "--dry-run", REPRO], tools=FakeTools())
+        return code, out.getvalue()
+
+    def test_a_dry_run_asks_whether_the_fix_applies_and_writes_nothing(self):
+        cache = os.environ["KREPRO_CACHE"]
+        t = self.tree("linux")
+        before = self.objects(t)
+        self.assertEqual(self.dry("--tree", t, "--fix", self.patch()), (0, unittest.mock.ANY))
+        self.assertIn("applies: yes", self.dry("--tree", t, "--fix", self.patch())[1])
+        done = self.tree("done", "int fixed;")
+        self.assertIn("applies: no: it is in the tree already", self.dry("--tree", done, "--fix", self.patch())[1])
+        # A plain tree would be snapshotted first, the flavours' tree unpacked: not by a dry run.
+        self.assertIn("applies: not checked yet: the tree is no git tree",
+                      self.dry("--tree", self.tree("plain", git=False), "--fix", self.patch())[1])
+        self.assertIn("applies: not checked yet: no 6.1 tree in the cache",
+                      self.dry("--branch", "6.1", "--fix", self.patch())[1])
+        # kernels.sh makes the cache directory itself, nothing in it.
+        self.assertEqual(os.listdir(cache) if os.path.exists(cache) else [], [])
+        self.assertEqual(self.objects(t), before)
 
     def test_a_tree_that_is_no_git_repository_is_snapshotted(self):
         t = self.tree("plain", git=False)

@@ -462,9 +462,9 @@ class GitTrees(unittest.TestCase):
         # What fixcheck and bisect do to the tree before their first build:
         # its clone, the scratch clone's checkout, the patch-ids of a series.
         self.test_hooks_are_live()
-        code = ("import sys; from krepro.fixcheck.check import clone_of; "
+        code = ("import sys; from krepro.fixcheck.check import clone_of, source_of; "
                 "from krepro.bisect import machinery as m; from krepro.bisect.culprit import series_line; "
-                "t = sys.argv[1]; clone, ref, note = clone_of(t); print(note); "
+                "t = sys.argv[1]; src, ref, note = source_of(t); print(note, clone_of(t, src, ref)); "
                 "s = m.scratch_dir(t); m.prepare_scratch(s, t); m.checkout(s, 'HEAD'); "
                 "print(m.first_parent_line(t, 'HEAD~1', 'HEAD')); print(m.subject(t, 'HEAD'));"
                 "print(series_line(t, 'HEAD~1', 'HEAD', [sys.argv[2]]))")

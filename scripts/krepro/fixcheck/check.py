@@ -76,30 +76,48 @@ def fix_patches(repro, branch, given):
     return [os.path.join(d, f) for f in found]
 
 
-def clone_of(tree):
-    """A clone under the cache of the user's tree (its HEAD; a tree that is
-    no git repository is committed first into a repository of the cache's,
-    the tree itself its work tree): (clone, commit, note)."""
+def git_head(tree):
+    """(the tree, its HEAD commit, a note) when tree is the top of a git
+    work tree with a commit, else None: read only, nothing written."""
     src = os.path.realpath(tree)
-    h = hashlib.sha256((src + "\n").encode()).hexdigest()[:12]
+    if git(src, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False).returncode or \
+            git(src, "rev-parse", "--show-toplevel", check=False).stdout.strip() != src:
+        return None
+    ref = git(src, "rev-parse", "HEAD").stdout.strip()
     note = ""
-    if git(src, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False).returncode == 0 and \
-            git(src, "rev-parse", "--show-toplevel", check=False).stdout.strip() == src:
-        ref = git(src, "rev-parse", "HEAD").stdout.strip()
-        if git(src, "status", "--porcelain", "--untracked-files=no").stdout.strip():
-            note = f"{src} has uncommitted changes: its HEAD commit is checked, not them"
-    else:
-        src, ref = snapshot(src, os.path.join(cache(), "fixcheck", "snapshots", h))
-        note = f"{tree} is no git tree: its files were committed into {src} (nothing written into it)"
+    if git(src, "status", "--porcelain", "--untracked-files=no").stdout.strip():
+        note = f"{src} has uncommitted changes: its HEAD commit is checked, not them"
+    return src, ref, note
+
+
+def tree_key(tree):
+    return hashlib.sha256((os.path.realpath(tree) + "\n").encode()).hexdigest()[:12]
+
+
+def source_of(tree):
+    """The commit that is the user's tree, and the repository it is in:
+    (repository, commit, note). Its HEAD for a git tree; a tree that is no
+    git repository is committed first into a repository of the cache's,
+    the tree itself its work tree."""
+    found = git_head(tree)
+    if found:
+        return found
+    src, ref = snapshot(os.path.realpath(tree), os.path.join(cache(), "fixcheck", "snapshots", tree_key(tree)))
+    return src, ref, f"{tree} is no git tree: its files were committed into {src} (nothing written into it)"
+
+
+def clone_of(tree, src, ref):
+    """A clone under the cache of commit ref of src (source_of()'s), for
+    the user's tree: the clone's path."""
     # Laid out as the flavours' trees are (ROOT/linux-<version>, objects in
     # ROOT/build/<version>/<arch>: kernels.sh tree_obj), so that ccache
     # serves the sources the tree shares with them.
-    clone = os.path.join(cache(), "fixcheck", "clones", h, "linux-" + (branches.of_tree(src) or "tree"))
+    clone = os.path.join(cache(), "fixcheck", "clones", tree_key(tree), "linux-" + (branches.of_tree(src) or "tree"))
     if not os.path.isdir(os.path.join(clone, ".git")):
         os.makedirs(os.path.dirname(clone), exist_ok=True)
         git(os.path.dirname(clone), "clone", "-q", "--shared", "--no-checkout", src, clone)
     git(clone, "fetch", "-q", src, ref)
-    return clone, ref, note
+    return clone
 
 
 def snapshot(src, repo):
@@ -119,31 +137,33 @@ def snapshot(src, repo):
 
 def applies(tools, tree, base, patches):
     """(True, "") when patches apply in order on commit base of tree; else
-    (False, why): kernels.sh check-series's words, or that they are in already."""
+    (False, why): kernels.sh check-series's words, or that they are in
+    already (they apply in reverse). Nothing of the tree is written."""
     p = tools.kernels("check-series", tree, base, *patches)
     if p.returncode == 0:
         return True, ""
     said = [line.strip() for line in p.stderr.splitlines() if "does not apply" in line]
     why = said[-1] if said else (p.stderr.strip().splitlines() or ["check-series failed"])[-1]
+    why = why.removeprefix("krepro: error: ")
     if p.returncode not in (1, 128):
         return False, why
-    idx = os.path.join(cache(), "fixcheck", "reverse.index")
-    env = dict(os.environ, GIT_INDEX_FILE=idx)
-    os.makedirs(os.path.dirname(idx), exist_ok=True)
-    git(tree, "read-tree", base, check=False, env=env)
-    rev = [git(tree, "apply", "--cached", "-R", q, check=False, env=env).returncode for q in reversed(patches)]
-    if not any(rev):
+    if tools.kernels("check-series", "-R", tree, base, *patches).returncode == 0:
         return False, "it is in the tree already (it applies in reverse): " + why
     return False, why
 
 
-def flavour_base(tools, branch):
-    """The unpatched flavour as (tree, commit, its patches), the tree unpacked."""
-    p = tools.kernels("tree")
-    if p.returncode:
-        raise Undecided(f"the {branch} kernel tree could not be unpacked (kernels.sh tree exited {p.returncode})")
+def flavour_base(tools, branch, unpack=True):
+    """The unpatched flavour as (tree, commit, its patches), the tree
+    unpacked first when the cache lacks it; None then if not unpack."""
+    tree = branches.tree_path(cache(), branch)
+    if git(tree, "rev-parse", "-q", "--verify", "refs/tags/pristine", check=False).returncode:
+        if not unpack:
+            return None
+        p = tools.kernels("tree")
+        if p.returncode:
+            raise Undecided(f"the {branch} kernel tree could not be unpacked (kernels.sh tree exited {p.returncode})")
     series = tools.kernels("series", "unpatched").stdout.split()
-    return branches.tree_path(cache(), branch), "pristine", series
+    return tree, "pristine", series
 
 
 def with_fix(tools, repro, c, fixes):
@@ -186,31 +206,52 @@ class Stop(Exception):
 
 
 def check(rec, tools, fixes, results, o):
-    """Fills rec's three answers; the rows go under results."""
+    """Fills rec's three answers; the rows go under results. Whether the
+    fix applies is asked first, before anything is cloned or built (the
+    flavours' tree is unpacked first when the cache lacks it)."""
     if o.tree:
-        clone, ref, note = clone_of(o.tree)
+        src, ref, note = source_of(o.tree)
         if note:
             rec["notes"].append(note)
+        tree, base, pre = src, ref, []
+    else:
+        tree, base, pre = flavour_base(tools, rec["branch"])
+    ok, why = applies(tools, tree, base, pre + fixes)
+    rec["applies"] = {"ok": ok, "why": why}
+    if not ok:
+        return
+    if o.tree:
+        clone = clone_of(o.tree, src, ref)
         git(clone, "checkout", "-q", "-f", "-B", "krepro-fixcheck", ref)
         c = {"clone": True, "tree": clone, "base": ref, "pre": []}
         as_is = ["--tree", clone]
     else:
-        tree, base, pre = flavour_base(tools, rec["branch"])
         c = {"clone": False, "tree": tree, "base": base, "pre": pre}
         as_is = ["--kernel", "unpatched"]
     c.update(arch=rec["arch"], branch=rec["branch"])
     common = ["--arch", rec["arch"]] + (["--miss", str(o.miss)] if o.miss else [])
     rec["as_is"] = row_record(*tools.run(common + as_is + ["--repeat", str(o.calibrate), rec["repro"]],
                                          os.path.join(results, "as-is")))
-    ok, why = applies(tools, c["tree"], c["base"], c["pre"] + fixes)
-    rec["applies"] = {"ok": ok, "why": why}
-    if not ok:
-        return
     kernel = with_fix(tools, rec["repro"], c, fixes)
     a = rec["as_is"]
     rate = ["--rate", f"{a['fails']}/{a['trials']}"] if a["fails"] else []
     rec["with_fix"] = row_record(*tools.run(common + kernel + rate + ["--max-runs", str(o.max_runs), rec["repro"]],
                                             os.path.join(results, "with-fix")))
+
+
+def dry_applies(tools, rec, o, fixes):
+    """A dry run's answer to "does the fix apply", where the tree is there
+    to ask it of without writing anything (a git tree's HEAD, the flavours'
+    tree unpacked): (ok, why), or None when it cannot be asked yet."""
+    if o.tree:
+        found = git_head(o.tree)
+        found = found and (found[0], found[1], [])
+    else:
+        found = flavour_base(tools, rec["branch"], unpack=False)
+    if not found:
+        return None
+    tree, base, pre = found
+    return applies(tools, tree, base, pre + fixes)
 
 
 def verdict(rec):
@@ -220,11 +261,12 @@ def verdict(rec):
         return REPRODUCED, "the fix does not hold: the reproducer still FAILs with it"
     if rec.get("stopped"):
         return UNDECIDED, f"undecided: {rec['stopped']}"
+    if rec["applies"] and not rec["applies"]["ok"]:
+        return UNDECIDED, (f"undecided: the fix does not apply: {rec['applies']['why']} "
+                           "(nothing was built or run)")
     if not a or a["decision"] != "FAIL":
         return UNDECIDED, ("undecided: the tree as it is showed no FAIL, so a PASS with the fix says "
                            "nothing about the fix")
-    if not rec["applies"]["ok"]:
-        return UNDECIDED, f"undecided: the fix does not apply: {rec['applies']['why']}"
     if f is None:
         return UNDECIDED, "undecided: the row with the fix did not finish"
     if f["decision"] == "PASS":

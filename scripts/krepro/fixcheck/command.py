@@ -26,6 +26,9 @@ Does the fix hold here? For REPRO and one kernel tree, three answers:
   3. does REPRO PASS with it: a sequential row weighed with the rate of 1
      (run-in-qemu.sh --rate), so it says its miss bound.
 Written to RESULTS/fixcheck.md and fixcheck.json, each row's run beside them.
+The second is asked first, of the tree's git objects (nothing of the tree
+is written; a tree that is no git repository is snapshotted first): a fix
+that does not apply ends the check before anything is cloned or built.
 
   --tree DIR      a kernel tree of yours: its HEAD commit (a git tree), or its
                   files (any other tree, committed into a repository under the
@@ -43,7 +46,10 @@ Written to RESULTS/fixcheck.md and fixcheck.json, each row's run beside them.
   --max-runs N    cap on guests of the row with the fix, 1-1000 (default 20)
   --miss P        target miss chance of a clean row (default run-in-qemu.sh's)
   --results DIR   where it goes (default results/fixcheck-<repro>-<time>)
-  --dry-run       check the options, say what would be built and run
+  --dry-run       check the options and, where the tree is there to ask (a
+                  git tree, the flavours' tree unpacked), whether the fix
+                  applies; say what would be built and run; build, boot,
+                  unpack, clone and snapshot nothing
 
 Exit status: 0 the fix holds (FAIL as it is, the fix applies, PASS with it);
 1 REPRO still FAILs with the fix; 125 undecided: no FAIL on the tree as it
@@ -144,8 +150,10 @@ def main(argv, tools=None):
             TOP, "results", f"fixcheck-{rec['repro']}-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
         if os.path.exists(os.path.join(results, "fixcheck.json")):
             raise UsageError(f"--results {results} holds a check already (fixcheck.json): give a new directory")
+        env_branch = rec["branch"] if rec["branch"] in branches.BRANCHES else branches.DEFAULT
+        tools = tools or check.Tools(rec["arch"], env_branch)
         if o.dry_run:
-            return dry_run(rec, o)
+            return dry_run(rec, fixes, o, tools)
         return run(rec, fixes, results, o, tools)
     except UsageError as e:
         print(f"krepro: fixcheck: {say(e)} (see --help)", file=sys.stderr)
@@ -153,8 +161,6 @@ def main(argv, tools=None):
 
 
 def run(rec, fixes, results, o, tools):
-    env_branch = rec["branch"] if rec["branch"] in branches.BRANCHES else branches.DEFAULT
-    tools = tools or check.Tools(rec["arch"], env_branch)
     try:
         check.check(rec, tools, fixes, results, o)
     except check.Undecided as e:
@@ -169,10 +175,20 @@ def run(rec, fixes, results, o, tools):
     return finish(rec, results)
 
 
-def dry_run(rec, o):
-    print("krepro: fixcheck: dry run: nothing is built or booted")
+def dry_run(rec, fixes, o, tools):
+    print("krepro: fixcheck: dry run: nothing is built, booted, unpacked or cloned")
     print(f"tree: {rec['tree']}" + (" (cloned under the cache; its HEAD, or a snapshot of its files)" if o.tree else ""))
     print(f"fix: {' '.join(rec['fix'])}")
+    found = check.dry_applies(tools, rec, o, fixes)
+    if found is None:
+        print("applies: not checked yet: " + (
+            "the tree is no git tree; a run snapshots it, then checks the fix before anything is built"
+            if o.tree else f"no {rec['branch']} tree in the cache; a run unpacks it once, then checks the "
+            "fix before anything is built"))
+    elif not found[0]:
+        print(clean(f"applies: no: {found[1]}; a run stops there, undecided (125), building nothing"))
+    else:
+        print("applies: yes")
     print(f"rows: {rec['repro']} as it is, {o.calibrate} guests; then, if the fix applies, with the fix, "
           f"at most {o.max_runs} guests")
     print("builds: " + ("the tree, then the tree with the fix in the same object directory" if o.tree else
