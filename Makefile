@@ -122,10 +122,12 @@ override ONE_BRANCH = $(if $(BRANCH),--branch $(BRANCH))
 # The branches whose ARM kernels are built and whose ARM matrix runs
 # (make test: the first branch's only, to fit CI's time; README).
 ARM_BRANCHES ?= $(BRANCHES)
-override CMAKE_STAMP := $(BUILD)/CMakeCache.txt
+# Written last by scripts/configure.sh: a configure that failed or was cut
+# short leaves none, and the next run configures again.
+override CMAKE_STAMP := $(BUILD)/krepro-configured
 # The ARM guest's reproducers: a cross build beside the native one.
 override ARM_BUILD := $(BUILD)/arm
-override ARM_CMAKE_STAMP := $(ARM_BUILD)/CMakeCache.txt
+override ARM_CMAKE_STAMP := $(ARM_BUILD)/krepro-configured
 
 .PHONY: all check-args deps lava-deps lava-check lava-compare lava-lab lava-lab-stop lava-lab-check distro-check build build-arm guest guest-arm kernels repro-all sweeps calibrate test unit check-patches gate report bisect fixcheck bundle clean clean-bisect
 
@@ -149,7 +151,7 @@ lava-deps:
 	@scripts/deps.sh lava
 
 $(CMAKE_STAMP): CMakeLists.txt
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE= >/dev/null
+	@scripts/configure.sh $(BUILD) -DCMAKE_BUILD_TYPE=
 
 build: $(CMAKE_STAMP)
 	@cmake --build $(BUILD) -- --no-print-directory -s
@@ -160,9 +162,9 @@ guest: build
 $(ARM_CMAKE_STAMP): CMakeLists.txt cmake/arm-linux-gnueabihf.cmake
 	@KREPRO_ARCH=arm bash -c '. scripts/common.sh && need_arch_pkgs'
 	@zlib=$$(KREPRO_ARCH=arm bash -c '. scripts/common.sh && foreign_deb zlib1g-dev') && \
-	cmake -S . -B $(ARM_BUILD) -DCMAKE_BUILD_TYPE= \
+	scripts/configure.sh $(ARM_BUILD) -DCMAKE_BUILD_TYPE= \
 		-DZLIB_STATIC=$$zlib/usr/lib/arm-linux-gnueabihf/libz.a \
-		-DCMAKE_TOOLCHAIN_FILE=cmake/arm-linux-gnueabihf.cmake >/dev/null
+		-DCMAKE_TOOLCHAIN_FILE=cmake/arm-linux-gnueabihf.cmake
 
 build-arm: $(ARM_CMAKE_STAMP)
 	@cmake --build $(ARM_BUILD) -- --no-print-directory -s
