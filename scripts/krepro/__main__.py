@@ -39,6 +39,7 @@ usage: python3 -m krepro run ARGS...                 run-in-qemu.sh (see: run --
        python3 -m krepro bundle REPRO --kernel K     one row as a tarball that runs with QEMU alone
        python3 -m krepro matrix [--out F] DIR...     one matrix of several runs (branches, arches)
        python3 -m krepro help [SUBCOMMAND]           this, or a subcommand's --help
+       python3 -m krepro --version                   krepro's commit and the kernels built here
 """
 
 HELP = SYNOPSIS + """
@@ -232,7 +233,13 @@ def main(argv):
         print(SYNOPSIS + "krepro: a subcommand is needed (see --help)", file=sys.stderr)
         return USAGE
     sub, rest = argv[0], argv[1:]
+    if sub == "--version" and not rest:
+        # The same answer as run-in-qemu.sh --version: one contract, every entry.
+        from . import cli
+        return cli.main(["--version"])
     if sub in ("-h", "--help", "help"):
+        if sub == "help" and rest == ["help"]:
+            rest = []
         if sub == "help" and rest:
             if rest[0] not in SUBCOMMANDS or len(rest) > 1:
                 return fail("help", f"no subcommand {' '.join(rest)!r}: one of {', '.join(SUBCOMMANDS)}")
