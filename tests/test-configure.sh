@@ -7,9 +7,8 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-nok() { fail=$((fail + 1)); echo "not ok - $1"; sed 's/^/    /' "$work/out" 2>/dev/null; }
+. "$top/tests/lib.sh"
+nok() { not_ok "$1"; sed 's/^/    /' "$work/out" 2>/dev/null; }
 b=$work/build
 
 "$top/scripts/configure.sh" "$b" -DCMAKE_TOOLCHAIN_FILE="$work/no-such-toolchain.cmake" >"$work/out" 2>&1
@@ -40,5 +39,4 @@ rm -rf "$b"
 "$top/scripts/configure.sh" "$b" -DCMAKE_TOOLCHAIN_FILE="$work/no-such-toolchain.cmake" >/dev/null 2>&1
 make -C "$top" --no-print-directory -q BUILD="$b" build >/dev/null 2>&1
 [ $? -ne 0 ] && ok "make sees the directory as not configured" || nok "make sees the directory as not configured"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary
